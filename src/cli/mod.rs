@@ -1,0 +1,117 @@
+//! Command-line parsing and dispatch. Each subcommand lives in its own file and is a thin layer
+//! over the library.
+
+mod ask;
+mod bench;
+mod embed;
+mod models;
+mod progress;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use rudder::config::{Paths, Settings};
+
+#[derive(Debug, Parser)]
+#[command(name = "rudder", version, about = "Private, steerable deep research on your own machine")]
+pub struct Cli {
+    /// Where Rudder keeps its state (default: $XDG_DATA_HOME/rudder).
+    #[arg(long, global = true, env = "RUDDER_DATA_DIR", value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Model to use, by manifest name (see `rudder models list`).
+    #[arg(long, global = true, value_name = "NAME")]
+    model: Option<String>,
+    /// Print machine-readable JSON.
+    #[arg(long, global = true)]
+    json: bool,
+    /// More log output (repeat for more).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Ask the local model a question and stream the answer.
+    Ask(ask::AskArgs),
+    /// Embed texts and print their pairwise cosine similarities.
+    Embed(embed::EmbedArgs),
+    /// List, fetch, verify and register models.
+    #[command(subcommand)]
+    Models(models::ModelsCommand),
+    /// Measure performance.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+    /// Show the configured models and whether they are installed.
+    Status,
+}
+
+/// Shared context handed to every subcommand.
+pub struct Ctx {
+    pub paths: Paths,
+    pub settings: Settings,
+    pub model: Option<String>,
+    pub json: bool,
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn,llama_cpp_2=error,llama-cpp-2=error",
+        1 => "info,llama_cpp_2=warn",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RUDDER_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let paths = Paths::resolve(cli.data_dir.as_deref())?;
+    let settings = Settings::load(&paths)?;
+    let ctx = Ctx {
+        paths,
+        settings,
+        model: cli.model,
+        json: cli.json,
+    };
+    match cli.command {
+        Command::Ask(args) => ask::run(&ctx, args),
+        Command::Embed(args) => embed::run(&ctx, args),
+        Command::Models(cmd) => models::run(&ctx, cmd),
+        Command::Bench(cmd) => bench::run(&ctx, cmd),
+        Command::Status => {
+            let status = rudder::status::engine_status(&ctx.paths)?;
+            if ctx.json {
+                println!("{}", serde_json::to_string_pretty(&status)?);
+            } else {
+                println!("data dir:    {}", status.data_dir);
+                println!("models dir:  {}", status.models_dir);
+                println!("chat model:  {} ({})", status.chat_model, status.chat_model_state);
+                println!(
+                    "embed model: {} ({})",
+                    status.embed_model,
+                    if status.embed_model_present { "present" } else { "missing" }
+                );
+                println!("threads:     {}   gpu layers: {}", status.threads, status.gpu_layers);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

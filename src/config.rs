@@ -1,0 +1,167 @@
+//! Where Rudder keeps its state, and the user's settings.
+//!
+//! Everything lives under one data directory so a test (or a user) can point a whole run at a
+//! fresh folder: `--data-dir` / `RUDDER_DATA_DIR`, else `$XDG_DATA_HOME/rudder`, else the
+//! platform's data directory. Models live in `<data>/models` unless `RUDDER_MODELS_DIR` says
+//! otherwise (handy for sharing one download between many throwaway data directories).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Environment variable that overrides the data directory.
+pub const DATA_DIR_ENV: &str = "RUDDER_DATA_DIR";
+/// Environment variable that overrides the models directory.
+pub const MODELS_DIR_ENV: &str = "RUDDER_MODELS_DIR";
+
+/// Resolved locations of Rudder's state.
+#[derive(Debug, Clone, Serialize)]
+pub struct Paths {
+    pub data_dir: PathBuf,
+    pub models_dir: PathBuf,
+}
+
+impl Paths {
+    /// Resolves the data directory from an explicit flag, the environment, or the XDG default.
+    pub fn resolve(data_dir: Option<&Path>) -> Result<Self> {
+        let data_dir = match data_dir {
+            Some(dir) => dir.to_path_buf(),
+            None => match std::env::var_os(DATA_DIR_ENV).filter(|v| !v.is_empty()) {
+                Some(dir) => PathBuf::from(dir),
+                None => default_data_dir()?,
+            },
+        };
+        let models_dir = std::env::var_os(MODELS_DIR_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| data_dir.join("models"));
+        Ok(Self {
+            data_dir,
+            models_dir,
+        })
+    }
+
+    /// Uses `dir` for everything, models included (tests, portable installs).
+    pub fn at(dir: impl Into<PathBuf>) -> Self {
+        let data_dir = dir.into();
+        let models_dir = data_dir.join("models");
+        Self {
+            data_dir,
+            models_dir,
+        }
+    }
+
+    pub fn settings_file(&self) -> PathBuf {
+        self.data_dir.join("settings.toml")
+    }
+}
+
+fn default_data_dir() -> Result<PathBuf> {
+    // `dirs::data_dir` honours XDG_DATA_HOME on Linux.
+    dirs::data_dir()
+        .map(|d| d.join("rudder"))
+        .ok_or_else(|| Error::Config("cannot determine a data directory; set RUDDER_DATA_DIR".into()))
+}
+
+/// Generation settings for the local llama.cpp backend.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct LlamaSettings {
+    /// CPU threads for generation; `None` means cores − 1 (at least 1).
+    pub threads: Option<usize>,
+    /// Layers offloaded to the GPU (needs a build with `cuda`, `metal` or `vulkan`).
+    pub gpu_layers: u32,
+    /// Context window in tokens.
+    pub context_size: u32,
+    /// Tokens decoded per batch while reading the prompt.
+    pub batch_size: u32,
+}
+
+impl Default for LlamaSettings {
+    fn default() -> Self {
+        Self {
+            threads: None,
+            gpu_layers: 0,
+            context_size: 4096,
+            batch_size: 512,
+        }
+    }
+}
+
+impl LlamaSettings {
+    /// The thread count actually used: the setting, else cores − 1, at least 1.
+    pub fn effective_threads(&self) -> usize {
+        self.threads.filter(|&t| t > 0).unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get().saturating_sub(1))
+                .unwrap_or(1)
+                .max(1)
+        })
+    }
+}
+
+/// An OpenAI-compatible server (llama-server, Ollama, vLLM) to use instead of the local model.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct OpenAiSettings {
+    /// Base URL up to and including `/v1`, e.g. `http://127.0.0.1:8080/v1`.
+    pub base_url: String,
+    /// Model name the server expects.
+    pub model: String,
+    /// Name of the environment variable holding the API key, if the server needs one.
+    pub api_key_env: Option<String>,
+}
+
+/// User settings, stored as `settings.toml` in the data directory.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Settings {
+    /// Manifest name of the chat model.
+    pub chat_model: String,
+    /// Manifest name of the embedding model.
+    pub embed_model: String,
+    pub llama: LlamaSettings,
+    /// When set, chat goes to this server instead of the local model.
+    pub openai: Option<OpenAiSettings>,
+}
+
+/// The default chat model on CPU.
+pub const DEFAULT_CHAT_MODEL: &str = "qwen2.5-coder-1.5b-instruct";
+/// The small model the test suite uses.
+pub const TEST_CHAT_MODEL: &str = "smollm2-135m-instruct";
+/// The default embedding model.
+pub const DEFAULT_EMBED_MODEL: &str = "all-minilm-l6-v2";
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            chat_model: DEFAULT_CHAT_MODEL.into(),
+            embed_model: DEFAULT_EMBED_MODEL.into(),
+            llama: LlamaSettings::default(),
+            openai: None,
+        }
+    }
+}
+
+impl Settings {
+    /// Loads `settings.toml`, or the defaults when there is none.
+    pub fn load(paths: &Paths) -> Result<Self> {
+        let file = paths.settings_file();
+        match std::fs::read_to_string(&file) {
+            Ok(text) => toml::from_str(&text).map_err(|e| Error::Parse {
+                path: file.clone(),
+                message: e.to_string(),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) => Err(Error::io(&file, e)),
+        }
+    }
+
+    /// Writes `settings.toml` atomically.
+    pub fn save(&self, paths: &Paths) -> Result<()> {
+        let file = paths.settings_file();
+        let text = toml::to_string_pretty(self).map_err(|e| Error::Config(e.to_string()))?;
+        crate::fsutil::write_atomic(&file, text.as_bytes())
+    }
+}

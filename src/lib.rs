@@ -1,0 +1,23 @@
+//! Rudder's engine: private, steerable deep research on your own machine.
+//!
+//! Everything that is not a window lives here; the `rudder` CLI and the desktop shell are two
+//! thin faces of this library. The stages each have a module:
+//!
+//! * [`models`] — the model manifest, fetching (PyPI wheels, resumable HTTP, local files) and
+//!   integrity checks.
+//! * [`llm`] — text generation: llama.cpp in process, or an OpenAI-compatible server.
+//! * [`embed`] — sentence embeddings through fastembed and ONNX Runtime.
+//! * [`config`] — where state lives and the user's settings.
+//! * [`bench`] — measurements that back the performance claims.
+
+pub mod bench;
+pub mod config;
+pub mod embed;
+pub mod error;
+pub mod fsutil;
+pub mod llm;
+pub mod models;
+pub mod prompts;
+pub mod status;
+
+pub use error::{Error, Result};

@@ -1,0 +1,280 @@
+//! Text generation: one [`Llm`] trait, two backends.
+//!
+//! * [`llama`] runs a GGUF in process through llama.cpp (the default; nothing leaves the machine).
+//! * [`openai`] talks to any OpenAI-compatible server (llama-server, Ollama, vLLM) for users who
+//!   run a bigger model on another machine.
+//!
+//! Structured output goes through [`complete_json`]: the target type's JSON schema constrains
+//! decoding (a GBNF grammar on llama.cpp, `response_format` on servers), so even a 135M model
+//! returns JSON that parses into the type.
+
+pub mod grammar;
+pub mod llama;
+pub mod openai;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// Errors from a generation backend.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error("loading model {path}: {message}")]
+    Load { path: String, message: String },
+    #[error("the prompt needs {needed} tokens but the context holds {n_ctx} (raise `llama.context_size`)")]
+    ContextOverflow { needed: usize, n_ctx: u32 },
+    #[error("JSON schema cannot be turned into a grammar: {0}")]
+    Grammar(String),
+    #[error("llama.cpp: {0}")]
+    Backend(String),
+    #[error("model output is not valid for the schema: {message}; output was: {output}")]
+    InvalidOutput { message: String, output: String },
+    #[error("server {url}: {message}")]
+    Http { url: String, message: String },
+    #[error("generation was cancelled")]
+    Cancelled,
+    #[error("the model worker stopped unexpectedly")]
+    WorkerGone,
+}
+
+/// Who said a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+}
+
+impl Message {
+    pub fn system(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::System,
+            content: content.into(),
+        }
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            content: content.into(),
+        }
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: content.into(),
+        }
+    }
+}
+
+/// Sampling settings for one call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenerationOptions {
+    pub max_tokens: u32,
+    /// 0 means greedy decoding.
+    pub temperature: f32,
+    pub top_p: f32,
+    /// Same seed, same prompt, same model → same output (on one backend and machine).
+    pub seed: u32,
+}
+
+impl Default for GenerationOptions {
+    fn default() -> Self {
+        Self {
+            max_tokens: 512,
+            temperature: 0.7,
+            top_p: 0.95,
+            seed: 42,
+        }
+    }
+}
+
+/// What the output must look like.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum OutputFormat {
+    #[default]
+    Text,
+    /// JSON valid under this schema, enforced while decoding.
+    JsonSchema(serde_json::Value),
+}
+
+/// One generation call.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub messages: Vec<Message>,
+    pub options: GenerationOptions,
+    pub format: OutputFormat,
+}
+
+/// Token accounting for one call (or a sum of calls).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens in the prompt, including the reused ones.
+    pub prompt_tokens: u64,
+    /// Prompt tokens whose KV cache was reused from the previous call (not processed again).
+    pub cached_tokens: u64,
+    pub generated_tokens: u64,
+    pub calls: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Self) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.cached_tokens += other.cached_tokens;
+        self.generated_tokens += other.generated_tokens;
+        self.calls += other.calls;
+    }
+}
+
+/// Why generation stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FinishReason {
+    /// The model ended its turn (or the grammar was complete).
+    Stop,
+    /// `max_tokens` or the context was reached.
+    Length,
+    Cancelled,
+}
+
+/// Timings of one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    /// From the call to the first generated token (includes prompt processing).
+    pub time_to_first_token: Duration,
+    /// Reading the (non-cached) prompt.
+    pub prompt_eval: Duration,
+    /// From the first generated token to the last.
+    pub generation: Duration,
+    pub total: Duration,
+}
+
+/// The result of one call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Completion {
+    pub text: String,
+    pub usage: Usage,
+    pub timing: Timing,
+    pub finish: FinishReason,
+}
+
+/// Cooperative cancellation, shared between the caller and the backend.
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// A text generator.
+pub trait Llm: Send + Sync {
+    /// Name of the model, for logs and reports.
+    fn model_name(&self) -> &str;
+
+    /// Generates a reply to `request.messages`, passing each piece of text to `on_text` as it is
+    /// produced. Returns the whole text with its accounting.
+    fn complete(
+        &self,
+        request: &Request,
+        on_text: &mut dyn FnMut(&str),
+        cancel: &CancelToken,
+    ) -> Result<Completion, LlmError>;
+
+    /// Generates without streaming.
+    fn complete_text(&self, request: &Request) -> Result<Completion, LlmError> {
+        self.complete(request, &mut |_| {}, &CancelToken::new())
+    }
+}
+
+/// A parsed structured answer with the call's accounting.
+#[derive(Debug, Clone)]
+pub struct Structured<T> {
+    pub value: T,
+    pub completion: Completion,
+}
+
+/// The JSON schema of `T`, with every sub-schema inlined (grammar converters and servers handle
+/// inline schemas best).
+pub fn schema_of<T: JsonSchema>() -> serde_json::Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator();
+    let schema = generator.into_root_schema_for::<T>();
+    serde_json::to_value(schema).unwrap_or_default()
+}
+
+/// Asks for JSON matching `T`'s schema and parses it into `T`.
+pub fn complete_json<T: JsonSchema + DeserializeOwned>(
+    llm: &dyn Llm,
+    messages: Vec<Message>,
+    options: GenerationOptions,
+) -> Result<Structured<T>, LlmError> {
+    let request = Request {
+        messages,
+        options,
+        format: OutputFormat::JsonSchema(schema_of::<T>()),
+    };
+    let completion = llm.complete_text(&request)?;
+    let value = parse_json(&completion.text)?;
+    Ok(Structured { value, completion })
+}
+
+/// Parses model output as `T`, with an error that shows the output.
+pub fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, LlmError> {
+    serde_json::from_str(text.trim()).map_err(|e| LlmError::InvalidOutput {
+        message: e.to_string(),
+        output: text.chars().take(500).collect(),
+    })
+}
+
+/// Opens the chat model the settings name, or `model` when given: the OpenAI-compatible server
+/// when one is configured and no local model was asked for, else the local GGUF (verified
+/// before it is loaded).
+pub fn open_chat(
+    store: &crate::models::ModelStore,
+    settings: &crate::config::Settings,
+    model: Option<&str>,
+) -> crate::Result<Box<dyn Llm>> {
+    if let (Some(server), None) = (&settings.openai, model) {
+        return Ok(Box::new(openai::OpenAiLlm::new(server)?));
+    }
+    let name = model.unwrap_or(&settings.chat_model);
+    let spec = store.get(name)?;
+    if spec.role != crate::models::Role::Chat {
+        return Err(crate::Error::Config(format!(
+            "`{name}` is a {} model, not a chat model",
+            spec.role
+        )));
+    }
+    let path = store.ready_path(name)?;
+    Ok(Box::new(llama::LlamaLlm::load(name, &path, &settings.llama)?))
+}

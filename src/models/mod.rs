@@ -1,0 +1,409 @@
+//! The model manager: which models exist, where their files are, whether they are intact, and
+//! how to get them.
+//!
+//! A file is only ever handed to a loader after its size matches the manifest and its sha256 has
+//! been verified once (the result is remembered in a `.verified` stamp keyed by size and mtime,
+//! so a 1 GB model is not re-hashed on every start, while a changed file is).
+
+mod fetch;
+mod manifest;
+mod verify;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use fetch::{FetchProgress, FetchReport, NoProgress};
+pub use manifest::{Manifest, ModelFile, ModelSpec, Role, Source, BUILTIN_MANIFEST};
+pub use verify::{check_gguf_header, sha256_file, GGUF_MAGIC};
+
+use crate::config::Paths;
+
+/// Errors from the model manager. Each names the model or file it is about.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("unknown model `{0}` (see `rudder models list`)")]
+    Unknown(String),
+    #[error("model `{model}` is not installed: {path} is missing (run `rudder models fetch {model}`)")]
+    Missing { model: String, path: PathBuf },
+    #[error("{path}: {actual} bytes, expected {expected}: the file is truncated or incomplete (run `rudder models fetch {model}`)")]
+    SizeMismatch {
+        model: String,
+        path: PathBuf,
+        expected: u64,
+        actual: u64,
+    },
+    #[error("{path}: sha256 {actual} does not match the expected {expected}: the file is corrupt and will not be loaded")]
+    HashMismatch {
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
+    #[error("{path}: not a GGUF model: {reason}")]
+    NotGguf { path: PathBuf, reason: String },
+    #[error("manifest {path}: {message}")]
+    Manifest { path: PathBuf, message: String },
+    #[error("fetching {what}: {message}")]
+    Fetch { what: String, message: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl ModelError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// What is on disk for a model, judged cheaply (sizes only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelState {
+    /// Every file is there with the right size.
+    Present,
+    /// Some files are there, some missing or of the wrong size.
+    Incomplete,
+    Missing,
+    /// Not in the manifest.
+    Unknown,
+}
+
+impl std::fmt::Display for ModelState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ModelState::Present => "present",
+            ModelState::Incomplete => "incomplete",
+            ModelState::Missing => "missing",
+            ModelState::Unknown => "unknown",
+        })
+    }
+}
+
+/// Remembers that a file of this size and mtime hashed to this digest.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+struct VerifiedStamp {
+    size: u64,
+    mtime_ns: u128,
+    sha256: String,
+}
+
+/// The models directory together with the manifest that describes it.
+#[derive(Debug, Clone)]
+pub struct ModelStore {
+    dir: PathBuf,
+    models: Vec<ModelSpec>,
+}
+
+/// File name of the user's registered models, inside the models directory.
+const LOCAL_MANIFEST: &str = "local.toml";
+
+impl ModelStore {
+    /// The built-in manifest plus the user's registered models.
+    pub fn open(paths: &Paths) -> Result<Self, ModelError> {
+        Self::open_dir(&paths.models_dir)
+    }
+
+    pub fn open_dir(dir: &Path) -> Result<Self, ModelError> {
+        let mut models = Manifest::builtin().models;
+        let local = dir.join(LOCAL_MANIFEST);
+        match std::fs::read_to_string(&local) {
+            Ok(text) => {
+                for spec in Manifest::parse(&text, &local)?.models {
+                    models.retain(|m| m.name != spec.name);
+                    models.push(spec);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(ModelError::io(&local, e)),
+        }
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            models,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn models(&self) -> &[ModelSpec] {
+        &self.models
+    }
+
+    pub fn get(&self, name: &str) -> Result<&ModelSpec, ModelError> {
+        self.models
+            .iter()
+            .find(|m| m.name == name)
+            .ok_or_else(|| ModelError::Unknown(name.to_string()))
+    }
+
+    /// Absolute location of a model file.
+    pub fn file_path(&self, file: &ModelFile) -> PathBuf {
+        if file.path.is_absolute() {
+            file.path.clone()
+        } else {
+            self.dir.join(&file.path)
+        }
+    }
+
+    /// Cheap state check: a stat per file, no hashing.
+    pub fn quick_state(&self, name: &str) -> ModelState {
+        let Ok(spec) = self.get(name) else {
+            return ModelState::Unknown;
+        };
+        let sizes_ok: Vec<bool> = spec
+            .files
+            .iter()
+            .map(|f| {
+                std::fs::metadata(self.file_path(f))
+                    .map(|m| m.len() == f.size)
+                    .unwrap_or(false)
+            })
+            .collect();
+        if sizes_ok.iter().all(|&ok| ok) {
+            ModelState::Present
+        } else if spec
+            .files
+            .iter()
+            .any(|f| self.file_path(f).exists())
+        {
+            ModelState::Incomplete
+        } else {
+            ModelState::Missing
+        }
+    }
+
+    /// Checks one file: present, right size, right sha256. With `force`, re-hashes even when a
+    /// matching stamp says it was verified before.
+    pub fn verify_file(&self, model: &str, file: &ModelFile, force: bool) -> Result<PathBuf, ModelError> {
+        let path = self.file_path(file);
+        let meta = match std::fs::metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(ModelError::Missing {
+                    model: model.to_string(),
+                    path,
+                })
+            }
+            Err(e) => return Err(ModelError::io(&path, e)),
+        };
+        if meta.len() != file.size {
+            return Err(ModelError::SizeMismatch {
+                model: model.to_string(),
+                path,
+                expected: file.size,
+                actual: meta.len(),
+            });
+        }
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let stamp_path = stamp_path(&path);
+        if !force {
+            if let Some(stamp) = std::fs::read_to_string(&stamp_path)
+                .ok()
+                .and_then(|t| serde_json::from_str::<VerifiedStamp>(&t).ok())
+            {
+                if stamp.size == meta.len()
+                    && stamp.mtime_ns == mtime_ns
+                    && stamp.sha256.eq_ignore_ascii_case(&file.sha256)
+                {
+                    return Ok(path);
+                }
+            }
+        }
+        let actual = sha256_file(&path)?;
+        if !actual.eq_ignore_ascii_case(&file.sha256) {
+            let _ = std::fs::remove_file(&stamp_path);
+            return Err(ModelError::HashMismatch {
+                path,
+                expected: file.sha256.clone(),
+                actual,
+            });
+        }
+        let stamp = VerifiedStamp {
+            size: meta.len(),
+            mtime_ns,
+            sha256: actual,
+        };
+        // A stamp we cannot write only costs a re-hash next time.
+        if let Ok(text) = serde_json::to_string(&stamp) {
+            let _ = std::fs::write(&stamp_path, text);
+        }
+        Ok(path)
+    }
+
+    /// Verifies every file of a model (and of the models it requires).
+    pub fn verify(&self, name: &str, force: bool) -> Result<(), ModelError> {
+        let spec = self.get(name)?;
+        for req in &spec.requires {
+            self.verify(req, force)?;
+        }
+        for file in &spec.files {
+            self.verify_file(name, file, force)?;
+        }
+        Ok(())
+    }
+
+    /// The verified paths of a model's files, first file first. Never returns a file whose size
+    /// or digest is wrong.
+    pub fn ready_files(&self, name: &str) -> Result<Vec<PathBuf>, ModelError> {
+        let spec = self.get(name)?;
+        spec.files
+            .iter()
+            .map(|f| self.verify_file(name, f, false))
+            .collect()
+    }
+
+    /// The verified path of a model's main file.
+    pub fn ready_path(&self, name: &str) -> Result<PathBuf, ModelError> {
+        Ok(self.ready_files(name)?.remove(0))
+    }
+
+    /// Downloads whatever of the model (and its requirements) is missing or wrong. Idempotent:
+    /// a verified model is left alone.
+    pub fn fetch(&self, name: &str, progress: &dyn FetchProgress) -> Result<FetchReport, ModelError> {
+        let spec = self.get(name)?.clone();
+        let mut report = FetchReport::default();
+        for req in &spec.requires {
+            report.merge(self.fetch(req, progress)?);
+        }
+        for file in &spec.files {
+            if self.verify_file(&spec.name, file, false).is_ok() {
+                report.already_present += 1;
+                continue;
+            }
+            fetch::fetch_file(self, &spec.name, file, progress)?;
+            self.verify_file(&spec.name, file, true)?;
+            report.fetched += 1;
+            report.bytes += file.size;
+        }
+        Ok(report)
+    }
+
+    /// Registers a GGUF file the user already has, under `name` (default: the file stem). The
+    /// file stays where it is; its size and digest are recorded so later changes are caught.
+    pub fn add_local(&self, path: &Path, name: Option<&str>) -> Result<ModelSpec, ModelError> {
+        let path = std::fs::canonicalize(path).map_err(|e| ModelError::io(path, e))?;
+        check_gguf_header(&path)?;
+        let size = std::fs::metadata(&path)
+            .map_err(|e| ModelError::io(&path, e))?
+            .len();
+        let sha256 = sha256_file(&path)?;
+        let name = name
+            .map(str::to_string)
+            .or_else(|| path.file_stem().map(|s| s.to_string_lossy().to_lowercase()))
+            .unwrap_or_else(|| "local-model".into());
+        let spec = ModelSpec {
+            name: name.clone(),
+            role: Role::Chat,
+            description: format!("registered local file {}", path.display()),
+            license: "unknown (local file)".into(),
+            requires: vec![],
+            files: vec![ModelFile {
+                path: path.clone(),
+                size,
+                sha256,
+                sources: vec![],
+            }],
+        };
+        let local = self.dir.join(LOCAL_MANIFEST);
+        let mut manifest = match std::fs::read_to_string(&local) {
+            Ok(text) => Manifest::parse(&text, &local)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Manifest::default(),
+            Err(e) => return Err(ModelError::io(&local, e)),
+        };
+        manifest.models.retain(|m| m.name != name);
+        manifest.models.push(spec.clone());
+        crate::fsutil::write_atomic(&local, manifest.to_toml().as_bytes()).map_err(|e| {
+            ModelError::Fetch {
+                what: local.display().to_string(),
+                message: e.to_string(),
+            }
+        })?;
+        Ok(spec)
+    }
+}
+
+fn stamp_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".verified");
+    path.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store_with(dir: &Path, content: &[u8]) -> (ModelStore, ModelFile) {
+        let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(content));
+        let file = ModelFile {
+            path: "m.gguf".into(),
+            size: content.len() as u64,
+            sha256: sha,
+            sources: vec![],
+        };
+        let store = ModelStore {
+            dir: dir.to_path_buf(),
+            models: vec![ModelSpec {
+                name: "m".into(),
+                role: Role::Chat,
+                description: String::new(),
+                license: "MIT".into(),
+                requires: vec![],
+                files: vec![file.clone()],
+            }],
+        };
+        (store, file)
+    }
+
+    #[test]
+    fn missing_truncated_and_corrupt_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let content = b"GGUF\x03\x00\x00\x00 model bytes";
+        let (store, _) = store_with(dir.path(), content);
+        assert_eq!(store.quick_state("m"), ModelState::Missing);
+        assert!(matches!(store.ready_path("m"), Err(ModelError::Missing { .. })));
+
+        let path = dir.path().join("m.gguf");
+        std::fs::write(&path, &content[..10]).unwrap();
+        assert_eq!(store.quick_state("m"), ModelState::Incomplete);
+        assert!(matches!(store.ready_path("m"), Err(ModelError::SizeMismatch { expected, actual: 10, .. }) if expected == content.len() as u64));
+
+        let mut corrupt = content.to_vec();
+        corrupt[9] ^= 0xff;
+        std::fs::write(&path, &corrupt).unwrap();
+        let err = store.ready_path("m").unwrap_err();
+        assert!(matches!(err, ModelError::HashMismatch { .. }), "{err}");
+
+        std::fs::write(&path, content).unwrap();
+        assert_eq!(store.ready_path("m").unwrap(), path);
+        assert!(stamp_path(&path).exists());
+    }
+
+    #[test]
+    fn a_file_changed_after_verification_is_rehashed() {
+        let dir = tempfile::tempdir().unwrap();
+        let content = b"GGUF\x03\x00\x00\x00 abcdef";
+        let (store, _) = store_with(dir.path(), content);
+        let path = dir.path().join("m.gguf");
+        std::fs::write(&path, content).unwrap();
+        store.ready_path("m").unwrap();
+        // Same size, different bytes, later mtime: the stamp no longer vouches for it.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut other = content.to_vec();
+        other[12] = b'X';
+        std::fs::write(&path, &other).unwrap();
+        assert!(matches!(store.ready_path("m"), Err(ModelError::HashMismatch { .. })));
+    }
+}

@@ -1,0 +1,209 @@
+//! The llama.cpp backend with the real SmolLM2-135M GGUF.
+
+mod common;
+
+use std::sync::OnceLock;
+
+use rudder::llm::llama::LlamaLlm;
+use rudder::llm::{
+    complete_json, CancelToken, FinishReason, GenerationOptions, Llm, LlmError, Message,
+    OutputFormat, Request,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// One model for the tests that do not look at the KV cache; calls are serialised by its worker.
+fn shared() -> &'static LlamaLlm {
+    static LLM: OnceLock<LlamaLlm> = OnceLock::new();
+    LLM.get_or_init(load)
+}
+
+fn load() -> LlamaLlm {
+    let store = common::store();
+    let path = store.ready_path(common::CHAT_MODEL).unwrap();
+    LlamaLlm::load(common::CHAT_MODEL, &path, &common::llama_settings()).unwrap()
+}
+
+fn greedy(max_tokens: u32) -> GenerationOptions {
+    GenerationOptions {
+        max_tokens,
+        temperature: 0.0,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn chat_answer_streams_and_is_not_empty() {
+    let llm = shared();
+    let request = Request {
+        messages: vec![
+            Message::system("You are a helpful assistant."),
+            Message::user("What is the capital of France?"),
+        ],
+        options: greedy(48),
+        format: OutputFormat::Text,
+    };
+    let mut pieces = Vec::new();
+    let c = llm
+        .complete(&request, &mut |p| pieces.push(p.to_string()), &CancelToken::new())
+        .unwrap();
+    assert!(!c.text.trim().is_empty(), "empty answer");
+    assert!(pieces.len() > 1, "expected streaming, got {pieces:?}");
+    assert_eq!(pieces.concat(), c.text);
+    assert!(c.usage.prompt_tokens > 5);
+    assert!(c.usage.generated_tokens >= pieces.len() as u64 / 2);
+    assert!(c.timing.time_to_first_token <= c.timing.total);
+}
+
+/// Bounded fields keep every answer finite, so a small model cannot ramble past max_tokens.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Card {
+    #[schemars(length(max = 60))]
+    title: String,
+    #[schemars(length(max = 4), inner(length(max = 24)))]
+    keywords: Vec<String>,
+    kind: Kind,
+    #[schemars(range(max = 100))]
+    importance: u32,
+    needs_followup: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum Kind {
+    Fact,
+    Opinion,
+    Question,
+}
+
+#[test]
+fn grammar_json_parses_for_twenty_prompts() {
+    let llm = shared();
+    let prompts = [
+        "Describe the Eiffel Tower.",
+        "Is coffee good for health?",
+        "How do vaccines work?",
+        "Summarise the causes of World War I.",
+        "What is a black hole?",
+        "Should I learn Rust or Go?",
+        "Explain photosynthesis to a child.",
+        "What are the risks of social media for teenagers?",
+        "Why is the sky blue?",
+        "Compare electric and petrol cars.",
+        "What is inflation?",
+        "How do I start running as a beginner?",
+        "What did the Romans eat?",
+        "Is nuclear power safe?",
+        "How does a search engine rank pages?",
+        "What is the best way to learn a language?",
+        "Why do cats purr?",
+        "What causes earthquakes?",
+        "Who invented the printing press?",
+        "What is machine learning?",
+    ];
+    let mut failures = Vec::new();
+    for (i, prompt) in prompts.iter().enumerate() {
+        let messages = vec![
+            Message::system("Turn the user's topic into a JSON note card."),
+            Message::user(*prompt),
+        ];
+        let options = GenerationOptions {
+            max_tokens: 400,
+            temperature: 0.8,
+            seed: i as u32,
+            ..Default::default()
+        };
+        match complete_json::<Card>(llm, messages, options) {
+            Ok(s) => {
+                assert!(s.value.title.chars().count() <= 60);
+                assert!(s.value.keywords.len() <= 4);
+                assert!(s.value.importance <= 100);
+                assert_eq!(s.completion.finish, FinishReason::Stop);
+            }
+            Err(e) => failures.push(format!("{prompt}: {e}")),
+        }
+    }
+    assert!(failures.is_empty(), "{} failures: {failures:#?}", failures.len());
+}
+
+#[test]
+fn kv_prefix_is_reused_and_gives_the_same_answer() {
+    // A private instance: the cache must not be disturbed by other tests.
+    let llm = load();
+    let system = Message::system(
+        "You are Rudder, a research assistant. The user studies marine biology, prefers short \
+         answers with sources, and dislikes speculation. Always answer in one sentence.",
+    );
+    let ask = |q: &str| Request {
+        messages: vec![system.clone(), Message::user(q)],
+        options: greedy(24),
+        format: OutputFormat::Text,
+    };
+    let first = llm.complete_text(&ask("What do octopuses eat?")).unwrap();
+    assert_eq!(first.usage.cached_tokens, 0);
+    let other = llm.complete_text(&ask("How deep do whales dive?")).unwrap();
+    assert!(
+        other.usage.cached_tokens >= 30,
+        "system prompt not reused: {:?}",
+        other.usage
+    );
+    assert!(other.usage.cached_tokens < other.usage.prompt_tokens);
+    // Going back to the first question reuses the prefix again and, decoding greedily, must
+    // produce exactly the answer computed from scratch.
+    let again = llm.complete_text(&ask("What do octopuses eat?")).unwrap();
+    assert!(again.usage.cached_tokens >= 30);
+    assert_eq!(again.text, first.text);
+}
+
+#[test]
+fn cancellation_stops_generation() {
+    let llm = shared();
+    let cancel = CancelToken::new();
+    let request = Request {
+        messages: vec![Message::user("Write a very long story about the sea.")],
+        options: GenerationOptions {
+            max_tokens: 400,
+            ..Default::default()
+        },
+        format: OutputFormat::Text,
+    };
+    let mut seen = 0;
+    let c = llm
+        .complete(
+            &request,
+            &mut |_| {
+                seen += 1;
+                if seen == 3 {
+                    cancel.cancel();
+                }
+            },
+            &cancel,
+        )
+        .unwrap();
+    assert_eq!(c.finish, FinishReason::Cancelled);
+    assert!(c.usage.generated_tokens <= 4, "{:?}", c.usage);
+}
+
+#[test]
+fn a_prompt_larger_than_the_context_is_an_error() {
+    let llm = shared();
+    let huge = "word ".repeat(5000);
+    let err = llm
+        .complete_text(&Request {
+            messages: vec![Message::user(huge)],
+            options: greedy(8),
+            format: OutputFormat::Text,
+        })
+        .unwrap_err();
+    assert!(matches!(err, LlmError::ContextOverflow { n_ctx: 2048, .. }), "{err}");
+    // The worker survives and still answers.
+    let ok = llm
+        .complete_text(&Request {
+            messages: vec![Message::user("Say hello.")],
+            options: greedy(8),
+            format: OutputFormat::Text,
+        })
+        .unwrap();
+    assert!(ok.usage.generated_tokens > 0);
+}
