@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
 step() { printf '\n==> [%4ss] %s\n' "$(( $(date +%s) - t0 ))" "$*"; }
+# One package selection and feature set for every cargo call, so each crate compiles once
+# (a different selection re-unifies features and rebuilds llama.cpp).
+cargo_flags=(--workspace --features rudder-app/custom-protocol)
 
 step "system packages"
 scripts/setup.sh
@@ -13,21 +16,23 @@ scripts/setup.sh
 step "frontend: install, type-check, build"
 (cd ui && npm ci --no-audit --no-fund && npm run typecheck && npm run build)
 
-export RUDDER_TEST_MODELS_DIR="${RUDDER_TEST_MODELS_DIR:-$PWD/.models}"
-step "build the CLI and fetch the test models into $RUDDER_TEST_MODELS_DIR"
-cargo build --bin rudder
-RUDDER_MODELS_DIR="$RUDDER_TEST_MODELS_DIR" target/debug/rudder models fetch smollm2-135m-instruct all-minilm-l6-v2
-
 step "cargo fmt"
 cargo fmt --all -- --check
 
 step "cargo clippy"
-cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy "${cargo_flags[@]}" --all-targets -- -D warnings
+
+step "build everything (CLI, desktop app, tests)"
+cargo test "${cargo_flags[@]}" --no-run
+
+export RUDDER_TEST_MODELS_DIR="${RUDDER_TEST_MODELS_DIR:-$PWD/.models}"
+step "fetch the test models into $RUDDER_TEST_MODELS_DIR"
+RUDDER_MODELS_DIR="$RUDDER_TEST_MODELS_DIR" target/debug/rudder models fetch smollm2-135m-instruct all-minilm-l6-v2
 
 step "cargo test"
-cargo test --workspace
+cargo test "${cargo_flags[@]}"
 
 step "desktop app end to end (real window, Xvfb, tauri-driver)"
-scripts/e2e.sh
+RUDDER_UI_BUILT=1 scripts/e2e.sh
 
 step "all tests passed in $(( $(date +%s) - t0 )) s"

@@ -78,7 +78,8 @@ fn fresh_prompt(nonce: usize, words: usize) -> Vec<Message> {
 pub fn bench_llm(llm: &LlamaLlm, gen_tokens: u32, repetitions: usize) -> crate::Result<LlmBench> {
     let info = llm.info().clone();
     let reps = repetitions.max(1);
-    let (mut prompt_rates, mut gen_rates, mut grammar_rates, mut ttfts) = (vec![], vec![], vec![], vec![]);
+    let (mut prompt_rates, mut gen_rates, mut grammar_rates, mut ttfts) =
+        (vec![], vec![], vec![], vec![]);
     let (mut prompt_tokens, mut generated) = (0, 0);
     for rep in 0..reps {
         // Prompt processing and time to first token on a prompt with no cached prefix.
@@ -100,7 +101,9 @@ pub fn bench_llm(llm: &LlamaLlm, gen_tokens: u32, repetitions: usize) -> crate::
         let request = Request {
             messages: vec![
                 Message::system(format!("Run {}: you are a storyteller.", rep * 3 + 1)),
-                Message::user("Write a long, detailed story about a lighthouse keeper who studies the stars."),
+                Message::user(
+                    "Write a long, detailed story about a lighthouse keeper who studies the stars.",
+                ),
             ],
             options: GenerationOptions {
                 max_tokens: gen_tokens,
@@ -112,7 +115,10 @@ pub fn bench_llm(llm: &LlamaLlm, gen_tokens: u32, repetitions: usize) -> crate::
         };
         let c = llm.complete_text(&request)?;
         generated = c.usage.generated_tokens;
-        gen_rates.push(per_second(c.usage.generated_tokens.saturating_sub(1), c.timing.generation));
+        gen_rates.push(per_second(
+            c.usage.generated_tokens.saturating_sub(1),
+            c.timing.generation,
+        ));
 
         let request = Request {
             messages: vec![
@@ -128,7 +134,10 @@ pub fn bench_llm(llm: &LlamaLlm, gen_tokens: u32, repetitions: usize) -> crate::
             format: OutputFormat::JsonSchema(crate::llm::schema_of::<BenchNotes>()),
         };
         let c = llm.complete_text(&request)?;
-        grammar_rates.push(per_second(c.usage.generated_tokens.saturating_sub(1), c.timing.generation));
+        grammar_rates.push(per_second(
+            c.usage.generated_tokens.saturating_sub(1),
+            c.timing.generation,
+        ));
     }
 
     // Same system prompt and history again, new last question: the prefix comes from the cache.
@@ -209,7 +218,10 @@ pub fn memory_read_bandwidth(threads: usize, bytes: usize) -> f64 {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap_or(0)).fold(0, u64::wrapping_add)
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or(0))
+                .fold(0, u64::wrapping_add)
         });
         std::hint::black_box(total);
         best = best.min(start.elapsed().as_secs_f64());

@@ -60,9 +60,9 @@ impl Paths {
 
 fn default_data_dir() -> Result<PathBuf> {
     // `dirs::data_dir` honours XDG_DATA_HOME on Linux.
-    dirs::data_dir()
-        .map(|d| d.join("rudder"))
-        .ok_or_else(|| Error::Config("cannot determine a data directory; set RUDDER_DATA_DIR".into()))
+    dirs::data_dir().map(|d| d.join("rudder")).ok_or_else(|| {
+        Error::Config("cannot determine a data directory; set RUDDER_DATA_DIR".into())
+    })
 }
 
 /// Generation settings for the local llama.cpp backend.

@@ -38,13 +38,22 @@ fn ask_with_schema_prints_json_valid_under_it() {
     .unwrap();
     let out = rudder(
         data.path(),
-        &["ask", "--model", common::CHAT_MODEL, "--schema", schema.to_str().unwrap(), "Tell me about Paris."],
+        &[
+            "ask",
+            "--model",
+            common::CHAT_MODEL,
+            "--schema",
+            schema.to_str().unwrap(),
+            "Tell me about Paris.",
+        ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let value: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("stdout is JSON");
     let obj = value.as_object().expect("an object");
     assert_eq!(obj.len(), 3, "{value}");
-    assert!(obj["city"].as_str().is_some_and(|s| s.chars().count() <= 40));
+    assert!(obj["city"]
+        .as_str()
+        .is_some_and(|s| s.chars().count() <= 40));
     assert!(obj["population_millions"].is_number());
     let landmarks = obj["landmarks"].as_array().unwrap();
     assert!(landmarks.len() <= 3 && landmarks.iter().all(|l| l.is_string()));
@@ -56,7 +65,15 @@ fn ask_streams_text_and_reports_usage_as_json() {
     let data = tempfile::tempdir().unwrap();
     let out = rudder(
         data.path(),
-        &["ask", "--json", "--model", common::CHAT_MODEL, "--max-tokens", "24", "Name a colour."],
+        &[
+            "ask",
+            "--json",
+            "--model",
+            common::CHAT_MODEL,
+            "--max-tokens",
+            "24",
+            "Name a colour.",
+        ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
@@ -69,7 +86,16 @@ fn ask_streams_text_and_reports_usage_as_json() {
 fn embed_prints_dimensions_and_similarities() {
     common::store();
     let data = tempfile::tempdir().unwrap();
-    let out = rudder(data.path(), &["embed", "--json", "a cat on a mat", "a kitten on a rug", "tax law"]);
+    let out = rudder(
+        data.path(),
+        &[
+            "embed",
+            "--json",
+            "a cat on a mat",
+            "a kitten on a rug",
+            "tax law",
+        ],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["dimensions"], 384);
@@ -86,7 +112,11 @@ fn a_truncated_model_is_refused_before_loading() {
     let models = data.path().join("models");
     std::fs::create_dir_all(&models).unwrap();
     let bytes = std::fs::read(&real).unwrap();
-    std::fs::write(models.join(real.file_name().unwrap()), &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::write(
+        models.join(real.file_name().unwrap()),
+        &bytes[..bytes.len() / 2],
+    )
+    .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_rudder"))
         .args(["ask", "--model", common::CHAT_MODEL, "hello"])
         .env("RUDDER_DATA_DIR", data.path())
@@ -98,7 +128,10 @@ fn a_truncated_model_is_refused_before_loading() {
     assert!(err.contains("truncated") && err.contains(".gguf"), "{err}");
 
     let status = rudder_status(data.path());
-    assert_eq!(status["chat_model_state"], "missing", "default chat model is not installed here");
+    assert_eq!(
+        status["chat_model_state"], "missing",
+        "default chat model is not installed here"
+    );
 }
 
 fn rudder_status(data: &std::path::Path) -> serde_json::Value {
@@ -118,14 +151,26 @@ fn models_list_and_errors_are_clear() {
     let out = rudder(data.path(), &["models", "list", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let list: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
-    let names: Vec<&str> = list.as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
     assert!(names.contains(&"qwen2.5-coder-1.5b-instruct") && names.contains(&"all-minilm-l6-v2"));
 
     let out = rudder(data.path(), &["ask", "--model", "no-such-model", "hi"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("no-such-model"), "{}", stderr(&out));
 
-    let out = rudder(data.path(), &["ask", "--schema", "/nonexistent/schema.json", "hi"]);
+    let out = rudder(
+        data.path(),
+        &["ask", "--schema", "/nonexistent/schema.json", "hi"],
+    );
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("/nonexistent/schema.json"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("/nonexistent/schema.json"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -25,7 +25,10 @@ fn related_sentences_are_closer_than_unrelated_ones() {
     let related = cosine(&v[0], &v[1]);
     let unrelated = cosine(&v[0], &v[2]);
     assert!(related > 0.5, "related similarity {related}");
-    assert!(related > unrelated + 0.3, "related {related} vs unrelated {unrelated}");
+    assert!(
+        related > unrelated + 0.3,
+        "related {related} vs unrelated {unrelated}"
+    );
     for x in &v {
         let norm: f32 = x.iter().map(|a| a * a).sum::<f32>().sqrt();
         assert!((norm - 1.0).abs() < 1e-3, "not unit length: {norm}");
@@ -35,7 +38,11 @@ fn related_sentences_are_closer_than_unrelated_ones() {
 #[test]
 fn batching_does_not_change_vectors() {
     let e = embedder();
-    let texts = ["short", "a somewhat longer sentence about the weather in Lisbon", "third text"];
+    let texts = [
+        "short",
+        "a somewhat longer sentence about the weather in Lisbon",
+        "third text",
+    ];
     let batch = e.embed(&texts).unwrap();
     for (i, t) in texts.iter().enumerate() {
         let single = e.embed(&[t]).unwrap().remove(0);

@@ -10,9 +10,14 @@ fn missing_runtime_is_a_clear_error() {
     let store = common::store();
     let files = store.ready_files(common::EMBED_MODEL).unwrap();
     let missing = std::path::Path::new("/nonexistent/libonnxruntime.so");
-    let err = FastEmbedder::load(missing, &files[0], &files[1], 1).err().unwrap();
+    let err = FastEmbedder::load(missing, &files[0], &files[1], 1)
+        .err()
+        .unwrap();
     assert!(matches!(err, EmbedError::Runtime { .. }), "{err}");
-    assert!(err.to_string().contains("/nonexistent/libonnxruntime.so"), "{err}");
+    assert!(
+        err.to_string().contains("/nonexistent/libonnxruntime.so"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -22,7 +27,9 @@ fn a_file_that_is_not_a_library_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let fake = dir.path().join("libonnxruntime.so");
     std::fs::write(&fake, b"this is not a shared library").unwrap();
-    let err = FastEmbedder::load(&fake, &files[0], &files[1], 1).err().unwrap();
+    let err = FastEmbedder::load(&fake, &files[0], &files[1], 1)
+        .err()
+        .unwrap();
     assert!(matches!(err, EmbedError::Runtime { .. }), "{err}");
     assert!(err.to_string().contains("libonnxruntime.so"), "{err}");
 }

@@ -45,7 +45,11 @@ fn chat_answer_streams_and_is_not_empty() {
     };
     let mut pieces = Vec::new();
     let c = llm
-        .complete(&request, &mut |p| pieces.push(p.to_string()), &CancelToken::new())
+        .complete(
+            &request,
+            &mut |p| pieces.push(p.to_string()),
+            &CancelToken::new(),
+        )
         .unwrap();
     assert!(!c.text.trim().is_empty(), "empty answer");
     assert!(pieces.len() > 1, "expected streaming, got {pieces:?}");
@@ -58,6 +62,7 @@ fn chat_answer_streams_and_is_not_empty() {
 /// Bounded fields keep every answer finite, so a small model cannot ramble past max_tokens.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[allow(dead_code)] // `kind` and `needs_followup` shape the schema; parsing them is the test
 struct Card {
     #[schemars(length(max = 60))]
     title: String,
@@ -124,7 +129,11 @@ fn grammar_json_parses_for_twenty_prompts() {
             Err(e) => failures.push(format!("{prompt}: {e}")),
         }
     }
-    assert!(failures.is_empty(), "{} failures: {failures:#?}", failures.len());
+    assert!(
+        failures.is_empty(),
+        "{} failures: {failures:#?}",
+        failures.len()
+    );
 }
 
 #[test]
@@ -196,7 +205,10 @@ fn a_prompt_larger_than_the_context_is_an_error() {
             format: OutputFormat::Text,
         })
         .unwrap_err();
-    assert!(matches!(err, LlmError::ContextOverflow { n_ctx: 2048, .. }), "{err}");
+    assert!(
+        matches!(err, LlmError::ContextOverflow { n_ctx: 2048, .. }),
+        "{err}"
+    );
     // The worker survives and still answers.
     let ok = llm
         .complete_text(&Request {

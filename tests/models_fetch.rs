@@ -56,7 +56,10 @@ fn handle(mut stream: TcpStream, body: &[u8], cut_after: Option<usize>) -> Optio
             body.len()
         )
     } else {
-        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len())
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
     };
     stream.write_all(head.as_bytes()).unwrap();
     let end = cut_after.map_or(body.len(), |c| c.min(body.len()));
@@ -109,7 +112,11 @@ fn interrupted_download_resumes_and_verifies() {
     let requests = server.requests.lock().unwrap().clone();
     assert_eq!(requests.len(), 2, "{requests:?}");
     assert_eq!(requests[0], None);
-    assert_eq!(requests[1].as_deref(), Some("1048576-"), "resume must start where the cut was");
+    assert_eq!(
+        requests[1].as_deref(),
+        Some("1048576-"),
+        "resume must start where the cut was"
+    );
     assert!(!path.with_file_name("loopback.gguf.part").exists());
 
     // Idempotent: a verified model is not downloaded again.
@@ -131,9 +138,15 @@ fn a_download_with_the_wrong_digest_is_refused_and_not_kept() {
     assert!(matches!(err, ModelError::Fetch { .. }), "{msg}");
     assert!(msg.contains("sha256"), "{msg}");
     let dest = paths.models_dir.join("loopback.gguf");
-    assert!(!dest.exists(), "a file that failed verification was installed");
+    assert!(
+        !dest.exists(),
+        "a file that failed verification was installed"
+    );
     assert!(!dest.with_file_name("loopback.gguf.part").exists());
-    assert!(matches!(store.ready_path("loopback-model"), Err(ModelError::Missing { .. })));
+    assert!(matches!(
+        store.ready_path("loopback-model"),
+        Err(ModelError::Missing { .. })
+    ));
 }
 
 #[test]
@@ -147,13 +160,22 @@ fn local_gguf_files_are_registered_and_other_files_refused() {
     assert_eq!(spec.name, "my-model.q4");
     // The registration persists and the file verifies.
     let reopened = ModelStore::open(&paths).unwrap();
-    assert_eq!(reopened.ready_path("my-model.q4").unwrap(), gguf.canonicalize().unwrap());
+    assert_eq!(
+        reopened.ready_path("my-model.q4").unwrap(),
+        gguf.canonicalize().unwrap()
+    );
     // Changing the file afterwards is caught.
     std::fs::write(&gguf, model_body(4000)).unwrap();
-    assert!(matches!(reopened.ready_path("my-model.q4"), Err(ModelError::SizeMismatch { .. })));
+    assert!(matches!(
+        reopened.ready_path("my-model.q4"),
+        Err(ModelError::SizeMismatch { .. })
+    ));
 
     let zip = data.path().join("not-a-model.gguf");
     std::fs::write(&zip, b"PK\x03\x04 definitely a zip").unwrap();
     let err = store.add_local(&zip, None).unwrap_err().to_string();
-    assert!(err.contains("not-a-model.gguf") && err.contains("GGUF"), "{err}");
+    assert!(
+        err.contains("not-a-model.gguf") && err.contains("GGUF"),
+        "{err}"
+    );
 }

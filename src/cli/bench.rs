@@ -35,13 +35,32 @@ pub fn run(ctx: &Ctx, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&b)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            println!("model                      {} ({:.0} MB)", b.model, b.model_bytes as f64 / 1e6);
-            println!("threads / gpu layers       {} / {}", b.threads, b.gpu_layers);
+            println!(
+                "model                      {} ({:.0} MB)",
+                b.model,
+                b.model_bytes as f64 / 1e6
+            );
+            println!(
+                "threads / gpu layers       {} / {}",
+                b.threads, b.gpu_layers
+            );
             println!("load                       {:.2} s", b.load_seconds);
-            println!("prompt                     {:.1} tok/s ({} tokens)", b.prompt_tokens_per_s, b.prompt_tokens);
-            println!("generation                 {:.1} tok/s", b.generation_tokens_per_s);
-            println!("grammar-constrained        {:.1} tok/s", b.grammar_tokens_per_s);
-            println!("time to first token        {:.0} ms", b.time_to_first_token_ms);
+            println!(
+                "prompt                     {:.1} tok/s ({} tokens)",
+                b.prompt_tokens_per_s, b.prompt_tokens
+            );
+            println!(
+                "generation                 {:.1} tok/s",
+                b.generation_tokens_per_s
+            );
+            println!(
+                "grammar-constrained        {:.1} tok/s",
+                b.grammar_tokens_per_s
+            );
+            println!(
+                "time to first token        {:.0} ms",
+                b.time_to_first_token_ms
+            );
             println!(
                 "reused prefix              {} tokens, rest of prompt read in {:.0} ms",
                 b.reused_prefix_tokens, b.reused_prompt_ms

@@ -14,7 +14,11 @@ use clap::{Parser, Subcommand};
 use rudder::config::{Paths, Settings};
 
 #[derive(Debug, Parser)]
-#[command(name = "rudder", version, about = "Private, steerable deep research on your own machine")]
+#[command(
+    name = "rudder",
+    version,
+    about = "Private, steerable deep research on your own machine"
+)]
 pub struct Cli {
     /// Where Rudder keeps its state (default: $XDG_DATA_HOME/rudder).
     #[arg(long, global = true, env = "RUDDER_DATA_DIR", value_name = "DIR")]
@@ -103,13 +107,23 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 println!("data dir:    {}", status.data_dir);
                 println!("models dir:  {}", status.models_dir);
-                println!("chat model:  {} ({})", status.chat_model, status.chat_model_state);
+                println!(
+                    "chat model:  {} ({})",
+                    status.chat_model, status.chat_model_state
+                );
                 println!(
                     "embed model: {} ({})",
                     status.embed_model,
-                    if status.embed_model_present { "present" } else { "missing" }
+                    if status.embed_model_present {
+                        "present"
+                    } else {
+                        "missing"
+                    }
                 );
-                println!("threads:     {}   gpu layers: {}", status.threads, status.gpu_layers);
+                println!(
+                    "threads:     {}   gpu layers: {}",
+                    status.threads, status.gpu_layers
+                );
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -65,9 +65,14 @@ pub fn run(ctx: &Ctx, cmd: ModelsCommand) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&json)?);
             } else {
                 println!("models dir: {}", store.dir().display());
-                println!("{:<30} {:<8} {:>9}  {:<11} license", "name", "role", "size", "state");
+                println!(
+                    "{:<30} {:<8} {:>9}  {:<11} license",
+                    "name", "role", "size", "state"
+                );
                 for (m, state) in rows {
-                    let mark = if m.name == ctx.settings.chat_model || m.name == ctx.settings.embed_model {
+                    let mark = if m.name == ctx.settings.chat_model
+                        || m.name == ctx.settings.embed_model
+                    {
                         "*"
                     } else {
                         " "
@@ -87,7 +92,10 @@ pub fn run(ctx: &Ctx, cmd: ModelsCommand) -> anyhow::Result<ExitCode> {
         }
         ModelsCommand::Fetch { names } => {
             let names = if names.is_empty() {
-                vec![ctx.settings.chat_model.clone(), ctx.settings.embed_model.clone()]
+                vec![
+                    ctx.settings.chat_model.clone(),
+                    ctx.settings.embed_model.clone(),
+                ]
             } else {
                 names
             };
@@ -99,7 +107,11 @@ pub fn run(ctx: &Ctx, cmd: ModelsCommand) -> anyhow::Result<ExitCode> {
                     eprintln!(
                         "fetching {name} ({}) from {}",
                         human_size(spec.total_size()),
-                        spec.files[0].sources.first().map(|s| s.describe()).unwrap_or_default()
+                        spec.files[0]
+                            .sources
+                            .first()
+                            .map(|s| s.describe())
+                            .unwrap_or_default()
                     );
                 }
                 let report = store.fetch(name, &progress)?;
@@ -141,12 +153,18 @@ pub fn run(ctx: &Ctx, cmd: ModelsCommand) -> anyhow::Result<ExitCode> {
                         Some(e) => println!("{name}: FAILED: {e}"),
                     }
                 }
-                results.push(serde_json::json!({"name": name, "ok": message.is_none(), "error": message}));
+                results.push(
+                    serde_json::json!({"name": name, "ok": message.is_none(), "error": message}),
+                );
             }
             if ctx.json {
                 println!("{}", serde_json::to_string_pretty(&results)?);
             }
-            Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+            Ok(if failed == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
         ModelsCommand::Add { path, name } => {
             let spec = store.add_local(&path, name.as_deref())?;

@@ -57,7 +57,9 @@ pub fn init_onnx_runtime(path: &Path) -> Result<Environment, EmbedError> {
         message,
     };
     if !path.is_file() {
-        return Err(runtime_err("no such file (run `rudder models fetch onnxruntime`)".into()));
+        return Err(runtime_err(
+            "no such file (run `rudder models fetch onnxruntime`)".into(),
+        ));
     }
     let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((loaded_path, env)) = loaded.as_ref() {
@@ -117,7 +119,12 @@ impl FastEmbedder {
     }
 
     /// Loads from explicit files.
-    pub fn load(runtime: &Path, onnx: &Path, tokenizer: &Path, threads: usize) -> Result<Self, EmbedError> {
+    pub fn load(
+        runtime: &Path,
+        onnx: &Path,
+        tokenizer: &Path,
+        threads: usize,
+    ) -> Result<Self, EmbedError> {
         let environment = init_onnx_runtime(runtime)?;
         let read = |p: &Path| {
             std::fs::read(p).map_err(|e| EmbedError::Model {
@@ -133,19 +140,21 @@ impl FastEmbedder {
             special_tokens_map_file: br#"{"unk_token":"[UNK]","sep_token":"[SEP]","pad_token":"[PAD]","cls_token":"[CLS]","mask_token":"[MASK]"}"#.to_vec(),
             tokenizer_config_file: br#"{"model_max_length":512,"pad_token":"[PAD]"}"#.to_vec(),
         };
-        let model = UserDefinedEmbeddingModel::new(read(onnx)?, tokenizer_files).with_pooling(Pooling::Mean);
+        let model = UserDefinedEmbeddingModel::new(read(onnx)?, tokenizer_files)
+            .with_pooling(Pooling::Mean);
         let options = InitOptionsUserDefined::new()
             .with_environment(environment)
             .with_max_length(256)
             .with_intra_threads(threads.max(1))
             // Spinning threads halve throughput on a busy 2-core laptop.
             .with_session_config("session.intra_op.allow_spinning", "0");
-        let mut embedding = TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| {
-            EmbedError::Model {
-                path: onnx.to_path_buf(),
-                message: e.to_string(),
-            }
-        })?;
+        let mut embedding =
+            TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| {
+                EmbedError::Model {
+                    path: onnx.to_path_buf(),
+                    message: e.to_string(),
+                }
+            })?;
         let probe = embedding
             .embed(["probe"], None)
             .map_err(|e| EmbedError::Inference(e.to_string()))?;

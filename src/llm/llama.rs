@@ -156,10 +156,11 @@ fn worker_main(
     let loaded = (|| {
         let backend = backend()?;
         let params = LlamaModelParams::default().with_n_gpu_layers(settings.gpu_layers);
-        let model = LlamaModel::load_from_file(backend, &path, &params).map_err(|e| LlmError::Load {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let model =
+            LlamaModel::load_from_file(backend, &path, &params).map_err(|e| LlmError::Load {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?;
         Ok::<_, LlmError>((backend, model))
     })();
     let (backend, model) = match loaded {
@@ -259,7 +260,8 @@ impl Engine<'_> {
         let template = match &self.template {
             Some(t) => t,
             None => {
-                fallback = LlamaChatTemplate::new("chatml").map_err(|e| LlmError::Backend(e.to_string()))?;
+                fallback = LlamaChatTemplate::new("chatml")
+                    .map_err(|e| LlmError::Backend(e.to_string()))?;
                 &fallback
             }
         };
@@ -268,7 +270,11 @@ impl Engine<'_> {
             .map_err(|e| LlmError::Backend(format!("chat template: {e}")))
     }
 
-    fn sampler(&self, options: &GenerationOptions, format: &OutputFormat) -> Result<LlamaSampler, LlmError> {
+    fn sampler(
+        &self,
+        options: &GenerationOptions,
+        format: &OutputFormat,
+    ) -> Result<LlamaSampler, LlmError> {
         let mut chain = Vec::new();
         if let OutputFormat::JsonSchema(schema) = format {
             let gbnf = grammar::schema_to_grammar(schema)?;

@@ -276,5 +276,9 @@ pub fn open_chat(
         )));
     }
     let path = store.ready_path(name)?;
-    Ok(Box::new(llama::LlamaLlm::load(name, &path, &settings.llama)?))
+    Ok(Box::new(llama::LlamaLlm::load(
+        name,
+        &path,
+        &settings.llama,
+    )?))
 }

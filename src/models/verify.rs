@@ -29,10 +29,11 @@ pub fn sha256_file(path: &Path) -> Result<String, ModelError> {
 pub fn check_gguf_header(path: &Path) -> Result<u32, ModelError> {
     let mut file = std::fs::File::open(path).map_err(|e| ModelError::io(path, e))?;
     let mut header = [0u8; 8];
-    file.read_exact(&mut header).map_err(|_| ModelError::NotGguf {
-        path: path.to_path_buf(),
-        reason: "shorter than a GGUF header".into(),
-    })?;
+    file.read_exact(&mut header)
+        .map_err(|_| ModelError::NotGguf {
+            path: path.to_path_buf(),
+            reason: "shorter than a GGUF header".into(),
+        })?;
     if &header[..4] != GGUF_MAGIC {
         return Err(ModelError::NotGguf {
             path: path.to_path_buf(),
