@@ -62,10 +62,11 @@ fi
 export TAURI_DRIVER
 echo "using $TAURI_DRIVER"
 
-# The same package selection and features as scripts/test.sh, so nothing is compiled twice.
+# The same package selection, features and target kinds as scripts/test.sh: building a test
+# builds the app binary too, and a plain `cargo build` would unify features differently and
+# compile llama.cpp and most dependencies a second time.
 cargo_flags=(--workspace --features rudder-app/custom-protocol)
-stage "app: cargo build ${cargo_flags[*]}"
-cargo build "${cargo_flags[@]}"
+stage "app + e2e test: cargo test ${cargo_flags[*]} --no-run"
 cargo test "${cargo_flags[@]}" --test e2e_window --no-run
 
 stage "e2e: window test under Xvfb"

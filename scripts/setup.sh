@@ -10,8 +10,6 @@ packages=(
   libssl-dev libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libayatana-appindicator3-dev libxdo-dev
   # the real window under test: WebKitWebDriver + a virtual display
   webkit2gtk-driver xvfb xauth
-  # fetching models from PyPI wheels
-  python3-pip unzip
 )
 
 missing=()

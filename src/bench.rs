@@ -73,6 +73,19 @@ fn fresh_prompt(nonce: usize, words: usize) -> Vec<Message> {
     ]
 }
 
+/// A request that reads the prompt and samples one token greedily: it times prompt processing.
+fn first_token_only(messages: Vec<Message>) -> Request {
+    Request {
+        messages,
+        options: GenerationOptions {
+            max_tokens: 1,
+            temperature: 0.0,
+            ..Default::default()
+        },
+        format: OutputFormat::Text,
+    }
+}
+
 /// Runs the LLM benchmark: `repetitions` rounds of prompt processing, free generation and
 /// grammar-constrained generation, reporting medians.
 pub fn bench_llm(llm: &LlamaLlm, gen_tokens: u32, repetitions: usize) -> crate::Result<LlmBench> {
@@ -83,16 +96,7 @@ pub fn bench_llm(llm: &LlamaLlm, gen_tokens: u32, repetitions: usize) -> crate::
     let (mut prompt_tokens, mut generated) = (0, 0);
     for rep in 0..reps {
         // Prompt processing and time to first token on a prompt with no cached prefix.
-        let request = Request {
-            messages: fresh_prompt(rep * 3, 300),
-            options: GenerationOptions {
-                max_tokens: 1,
-                temperature: 0.0,
-                ..Default::default()
-            },
-            format: OutputFormat::Text,
-        };
-        let c = llm.complete_text(&request)?;
+        let c = llm.complete_text(&first_token_only(fresh_prompt(rep * 3, 300)))?;
         prompt_tokens = c.usage.prompt_tokens - c.usage.cached_tokens;
         prompt_rates.push(per_second(prompt_tokens, c.timing.prompt_eval));
         ttfts.push(c.timing.time_to_first_token.as_secs_f64() * 1000.0);
@@ -142,26 +146,10 @@ pub fn bench_llm(llm: &LlamaLlm, gen_tokens: u32, repetitions: usize) -> crate::
 
     // Same system prompt and history again, new last question: the prefix comes from the cache.
     let mut messages = fresh_prompt(10_000, 300);
-    llm.complete_text(&Request {
-        messages: messages.clone(),
-        options: GenerationOptions {
-            max_tokens: 1,
-            temperature: 0.0,
-            ..Default::default()
-        },
-        format: OutputFormat::Text,
-    })?;
+    llm.complete_text(&first_token_only(messages.clone()))?;
     messages.push(Message::assistant("A summary."));
     messages.push(Message::user("And in three words?"));
-    let c = llm.complete_text(&Request {
-        messages,
-        options: GenerationOptions {
-            max_tokens: 1,
-            temperature: 0.0,
-            ..Default::default()
-        },
-        format: OutputFormat::Text,
-    })?;
+    let c = llm.complete_text(&first_token_only(messages))?;
 
     let generation_tokens_per_s = median(gen_rates);
     Ok(LlmBench {
@@ -245,4 +233,79 @@ mod tests {
         assert!(memory_read_bandwidth(1, 8 << 20) > 0.0);
         assert!(peak_rss_bytes().unwrap() > 0);
     }
+}
+
+/// Results of `rudder bench embed`.
+#[derive(Debug, Clone, Serialize)]
+pub struct EmbedBench {
+    pub model: String,
+    pub dimensions: usize,
+    pub texts: usize,
+    pub batch_size: usize,
+    pub texts_per_s: f64,
+    pub mean_words_per_text: f64,
+    pub peak_rss_bytes: Option<u64>,
+}
+
+/// Short, varied texts shaped like history entries (search queries and page titles).
+pub fn synthetic_texts(n: usize) -> Vec<String> {
+    const SUBJECTS: &[&str] = &[
+        "sourdough starter",
+        "rust borrow checker",
+        "marathon training plan",
+        "tax return deadline",
+        "heat pump efficiency",
+        "toddler sleep regression",
+        "kubernetes ingress",
+        "roman history",
+        "vitamin d dosage",
+        "electric bike range",
+        "python asyncio",
+        "mortgage refinancing",
+    ];
+    const FRAMES: &[&str] = &[
+        "how to fix {}",
+        "best guide to {} for beginners",
+        "{} explained simply",
+        "{} vs alternatives comparison",
+        "why does {} fail",
+        "{} reddit discussion",
+        "latest research on {} 2026",
+        "{} step by step tutorial with examples",
+    ];
+    (0..n)
+        .map(|i| {
+            let s = SUBJECTS[i % SUBJECTS.len()];
+            let f = FRAMES[(i / SUBJECTS.len()) % FRAMES.len()];
+            format!("{} ({i})", f.replace("{}", s))
+        })
+        .collect()
+}
+
+/// Embeds `n` synthetic texts in batches of `batch_size` and reports throughput.
+pub fn bench_embed(
+    embedder: &dyn crate::embed::Embedder,
+    model: &str,
+    n: usize,
+    batch_size: usize,
+) -> crate::Result<EmbedBench> {
+    let texts = synthetic_texts(n);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    // Warm-up: the first run pays for graph optimisation.
+    embedder.embed(&refs[..refs.len().min(8)])?;
+    let start = Instant::now();
+    for batch in refs.chunks(batch_size.max(1)) {
+        embedder.embed(batch)?;
+    }
+    let elapsed = start.elapsed();
+    let words: usize = texts.iter().map(|t| t.split_whitespace().count()).sum();
+    Ok(EmbedBench {
+        model: model.to_string(),
+        dimensions: embedder.dimensions(),
+        texts: n,
+        batch_size,
+        texts_per_s: per_second(n as u64, elapsed),
+        mean_words_per_text: words as f64 / n.max(1) as f64,
+        peak_rss_bytes: peak_rss_bytes(),
+    })
 }

@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Subcommand;
+use rudder::embed::FastEmbedder;
 use rudder::llm::llama::LlamaLlm;
 use rudder::models::ModelStore;
 
@@ -19,10 +20,41 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         reps: usize,
     },
+    /// Embedding throughput on short history-like texts.
+    Embed {
+        /// Texts to embed.
+        #[arg(long, default_value_t = 1024)]
+        texts: usize,
+        #[arg(long, default_value_t = 64)]
+        batch: usize,
+    },
 }
 
 pub fn run(ctx: &Ctx, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
     match cmd {
+        BenchCommand::Embed { texts, batch } => {
+            let store = ModelStore::open(&ctx.paths)?;
+            let name = ctx.model.as_deref().unwrap_or(&ctx.settings.embed_model);
+            let threads = ctx.settings.llama.effective_threads();
+            let embedder = FastEmbedder::from_store(&store, name, threads)?;
+            let b = rudder::bench::bench_embed(&embedder, name, texts, batch)?;
+            if ctx.json {
+                println!("{}", serde_json::to_string_pretty(&b)?);
+            } else {
+                println!(
+                    "model          {} ({} dimensions, {threads} threads)",
+                    b.model, b.dimensions
+                );
+                println!(
+                    "throughput     {:.1} texts/s ({} texts of {:.1} words, batches of {})",
+                    b.texts_per_s, b.texts, b.mean_words_per_text, b.batch_size
+                );
+                if let Some(rss) = b.peak_rss_bytes {
+                    println!("peak RSS       {:.0} MB", rss as f64 / 1e6);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         BenchCommand::Llm { tokens, reps } => {
             let store = ModelStore::open(&ctx.paths)?;
             let name = ctx.model.as_deref().unwrap_or(&ctx.settings.chat_model);
