@@ -174,3 +174,46 @@ fn models_list_and_errors_are_clear() {
         stderr(&out)
     );
 }
+
+#[test]
+fn ctrl_c_stops_ask_and_keeps_the_partial_answer() {
+    use std::io::Read;
+    common::store();
+    let data = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rudder"))
+        .args([
+            "ask",
+            "--model",
+            common::CHAT_MODEL,
+            "--max-tokens",
+            "2000",
+            "Write a very long story about the sea.",
+        ])
+        .env("RUDDER_DATA_DIR", data.path())
+        .env("RUDDER_MODELS_DIR", common::models_dir())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the answer has started streaming, then interrupt.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 16];
+    let n = stdout.read(&mut first).unwrap();
+    assert!(n > 0, "no output before the interrupt");
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted after"), "{err}");
+}

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use rudder::llm::{self, CancelToken, GenerationOptions, Message, OutputFormat, Request};
+use rudder::llm::{
+    self, CancelToken, FinishReason, GenerationOptions, Message, OutputFormat, Request,
+};
 use rudder::models::ModelStore;
 
 use super::Ctx;
@@ -54,6 +56,10 @@ pub fn run(ctx: &Ctx, args: AskArgs) -> anyhow::Result<ExitCode> {
     };
     // Stream plain answers to the terminal; structured and --json output is printed whole.
     let stream = !json_mode && !ctx.json;
+    // Ctrl-C stops generation cleanly: the partial answer is kept and the exit code says so.
+    let cancel = CancelToken::new();
+    let on_interrupt = cancel.clone();
+    ctrlc::set_handler(move || on_interrupt.cancel()).context("installing the Ctrl-C handler")?;
     let mut stdout = std::io::stdout();
     let completion = llm.complete(
         &request,
@@ -63,8 +69,18 @@ pub fn run(ctx: &Ctx, args: AskArgs) -> anyhow::Result<ExitCode> {
                 let _ = stdout.flush();
             }
         },
-        &CancelToken::new(),
+        &cancel,
     )?;
+    if completion.finish == FinishReason::Cancelled {
+        if stream {
+            println!();
+        }
+        eprintln!(
+            "[interrupted after {} generated tokens]",
+            completion.usage.generated_tokens
+        );
+        return Ok(ExitCode::from(130));
+    }
     if json_mode {
         let value: serde_json::Value = serde_json::from_str(completion.text.trim())
             .with_context(|| format!("the model's output is not JSON: {}", completion.text))?;
