@@ -80,6 +80,8 @@ pub(crate) fn fetch_file(
         match result {
             Ok(()) => {
                 std::fs::rename(&part, &dest).map_err(|e| ModelError::io(&dest, e))?;
+                let meta = std::fs::metadata(&dest).map_err(|e| ModelError::io(&dest, e))?;
+                super::write_stamp(&dest, &meta, file.sha256.to_ascii_lowercase());
                 return Ok(());
             }
             Err(e) => {

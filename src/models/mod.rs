@@ -234,15 +234,7 @@ impl ModelStore {
                 actual,
             });
         }
-        let stamp = VerifiedStamp {
-            size: meta.len(),
-            mtime_ns,
-            sha256: actual,
-        };
-        // A stamp we cannot write only costs a re-hash next time.
-        if let Ok(text) = serde_json::to_string(&stamp) {
-            let _ = std::fs::write(&stamp_path, text);
-        }
+        write_stamp(&path, &meta, actual);
         Ok(path)
     }
 
@@ -290,8 +282,10 @@ impl ModelStore {
                 report.already_present += 1;
                 continue;
             }
+            // fetch_file hashed the bytes before installing them and left a stamp, so this
+            // only re-checks the size instead of hashing a large file a second time.
             fetch::fetch_file(self, &spec.name, file, progress)?;
-            self.verify_file(&spec.name, file, true)?;
+            self.verify_file(&spec.name, file, false)?;
             report.fetched += 1;
             report.bytes += file.size;
         }
@@ -339,6 +333,25 @@ impl ModelStore {
             }
         })?;
         Ok(spec)
+    }
+}
+
+/// Records that `path`, as described by `meta`, hashed to `sha256`.
+pub(crate) fn write_stamp(path: &Path, meta: &std::fs::Metadata, sha256: String) {
+    let mtime_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let stamp = VerifiedStamp {
+        size: meta.len(),
+        mtime_ns,
+        sha256,
+    };
+    // A stamp we cannot write only costs a re-hash next time.
+    if let Ok(text) = serde_json::to_string(&stamp) {
+        let _ = std::fs::write(stamp_path(path), text);
     }
 }
 
