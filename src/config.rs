@@ -56,6 +56,11 @@ impl Paths {
     pub fn settings_file(&self) -> PathBuf {
         self.data_dir.join("settings.toml")
     }
+
+    /// Where imported history lives: the SQLite store and its indexes.
+    pub fn history_dir(&self) -> PathBuf {
+        self.data_dir.join("history")
+    }
 }
 
 fn default_data_dir() -> Result<PathBuf> {

@@ -15,6 +15,7 @@ pub mod config;
 pub mod embed;
 pub mod error;
 pub mod fsutil;
+pub mod history;
 pub mod llm;
 pub mod models;
 pub mod prompts;

@@ -28,10 +28,126 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 64)]
         batch: usize,
     },
+    /// History import, indexing, embedding and query latency on a synthetic history.
+    History {
+        /// Sessions in the synthetic history.
+        #[arg(long, default_value_t = 100_000)]
+        sessions: usize,
+        /// Seed of the generator.
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+        /// Queries timed per search mode.
+        #[arg(long, default_value_t = 200)]
+        queries: usize,
+        /// Sessions embedded for real to measure embedding throughput.
+        #[arg(long, default_value_t = 2000)]
+        embed_sample: u64,
+        /// Embed every session for real instead of reusing the sample's vectors for the rest.
+        #[arg(long)]
+        embed_all: bool,
+        /// Keep the generated export and history in this directory.
+        #[arg(long, value_name = "DIR")]
+        keep: Option<std::path::PathBuf>,
+    },
+    /// Write a synthetic history as real export files (Takeout Search JSON, ChatGPT), for
+    /// trying imports and measuring memory.
+    GenerateHistory {
+        /// Where to write the export.
+        out: std::path::PathBuf,
+        #[arg(long, default_value_t = 100_000)]
+        sessions: usize,
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+    },
 }
 
 pub fn run(ctx: &Ctx, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
     match cmd {
+        BenchCommand::History {
+            sessions,
+            seed,
+            queries,
+            embed_sample,
+            embed_all,
+            keep,
+        } => {
+            let store = ModelStore::open(&ctx.paths)?;
+            let name = ctx.settings.embed_model.clone();
+            let threads = ctx.settings.llama.effective_threads();
+            let embedder = FastEmbedder::from_store(&store, &name, threads)?;
+            let cfg = rudder::bench::history::HistoryBenchConfig {
+                sessions,
+                seed,
+                queries,
+                embed_sample,
+                embed_all,
+                dir: keep,
+            };
+            let progress = super::progress::CountProgress::default();
+            let b = rudder::bench::history::bench_history(&cfg, &embedder, &name, &progress)?;
+            if ctx.json {
+                println!("{}", serde_json::to_string_pretty(&b)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            let mb = |b: u64| b as f64 / 1e6;
+            println!(
+                "synthetic history   {} sessions, {:.1} MB of export files, generated in {:.1} s",
+                b.sessions_generated,
+                mb(b.export_bytes),
+                b.generate_seconds
+            );
+            println!(
+                "import + BM25       {} sessions in {:.2} s = {:.0} sessions/s (no embeddings)",
+                b.sessions_imported, b.import_seconds, b.import_sessions_per_second
+            );
+            println!(
+                "embedding           {} sessions in {:.1} s = {:.1} sessions/s ({name}, {threads} threads)",
+                b.embedded_sessions, b.embed_seconds, b.embed_sessions_per_second
+            );
+            if b.copied_vector_sessions > 0 {
+                println!(
+                    "                    {} more sessions got copies of those real vectors, for the \
+                     latency figures (exact scan: cost does not depend on the values; \
+                     --embed-all embeds everything)",
+                    b.copied_vector_sessions
+                );
+            }
+            println!(
+                "vector index        {} vectors, loaded in {:.2} s",
+                b.vectors, b.vector_load_seconds
+            );
+            println!(
+                "BM25 query          p50 {:.2} ms   p95 {:.2} ms   ({} queries, top 10, incl. fetching hits)",
+                b.bm25_p50_ms, b.bm25_p95_ms, b.queries
+            );
+            println!(
+                "hybrid query        p50 {:.2} ms   p95 {:.2} ms   (incl. embedding the query)",
+                b.hybrid_p50_ms, b.hybrid_p95_ms
+            );
+            println!(
+                "on disk             database {:.1} MB, text index {:.1} MB",
+                mb(b.database_bytes),
+                mb(b.text_index_bytes)
+            );
+            if let Some(rss) = b.peak_rss_bytes {
+                println!("peak RSS            {:.0} MB", mb(rss));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCommand::GenerateHistory {
+            out,
+            sessions,
+            seed,
+        } => {
+            let cfg = rudder::history::synth::SynthConfig {
+                seed,
+                sessions,
+                ..Default::default()
+            };
+            let summary = rudder::history::synth::write_export(&cfg, &out)?;
+            println!("{summary:#?}");
+            Ok(ExitCode::SUCCESS)
+        }
         BenchCommand::Embed { texts, batch } => {
             let store = ModelStore::open(&ctx.paths)?;
             let name = ctx.model.as_deref().unwrap_or(&ctx.settings.embed_model);

@@ -4,6 +4,7 @@
 mod ask;
 mod bench;
 mod embed;
+mod history;
 mod models;
 mod progress;
 
@@ -40,6 +41,12 @@ pub struct Cli {
 enum Command {
     /// Ask the local model a question and stream the answer.
     Ask(ask::AskArgs),
+    /// Import history exports: files, folders or .zip archives (Takeout, ChatGPT, Claude,
+    /// browser History databases).
+    Import(history::ImportArgs),
+    /// Search, show, count, embed, reindex and forget imported history.
+    #[command(subcommand)]
+    History(history::HistoryCommand),
     /// Embed texts and print their pairwise cosine similarities.
     Embed(embed::EmbedArgs),
     /// List, fetch, verify and register models.
@@ -98,6 +105,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Ask(args) => ask::run(&ctx, args),
         Command::Embed(args) => embed::run(&ctx, args),
+        Command::Import(args) => history::run_import(&ctx, args),
+        Command::History(cmd) => history::run(&ctx, cmd),
         Command::Models(cmd) => models::run(&ctx, cmd),
         Command::Bench(cmd) => bench::run(&ctx, cmd),
         Command::Status => {

@@ -4,6 +4,8 @@
 //! by memory bandwidth: `model bytes × tokens/s` next to the machine's measured read bandwidth
 //! says how close to the physical limit we run.
 
+pub mod history;
+
 use std::time::{Duration, Instant};
 
 use serde::Serialize;

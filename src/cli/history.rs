@@ -1,0 +1,498 @@
+//! `rudder import` and `rudder history …`: bring exports in, search them, show, count, forget,
+//! rebuild the indexes.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use chrono::{DateTime, NaiveDate, Utc};
+use clap::{Args, Subcommand, ValueEnum};
+use rudder::embed::FastEmbedder;
+use rudder::history::{
+    FileStatus, Filter, ForgetSelector, Format, History, HistorySource, ImportOptions, Kind,
+    SearchMode,
+};
+use rudder::models::{ModelState, ModelStore};
+
+use super::progress::CountProgress;
+use super::Ctx;
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Export files, folders, or .zip archives (Google Takeout, ChatGPT, Claude, browser
+    /// History databases). Formats are detected.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// Read every file as this format instead of detecting it.
+    #[arg(long, value_parser = parse_format)]
+    format: Option<Format>,
+    /// Skip computing embeddings now (BM25 search works at once; run `rudder history embed`
+    /// later).
+    #[arg(long)]
+    no_embed: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// Search imported history (BM25 + embeddings, fused by rank).
+    Search(SearchArgs),
+    /// Show one session with all its turns.
+    Show {
+        /// Session id, as printed by `search`.
+        id: i64,
+    },
+    /// Count sessions by source and kind; sizes on disk.
+    Stats,
+    /// Permanently remove sessions from the store and both indexes.
+    Forget(ForgetArgs),
+    /// Compute embeddings for sessions that do not have them yet.
+    Embed,
+    /// Rebuild the text index and the embeddings from the store.
+    Reindex {
+        /// Rebuild only the text index, keeping the stored embeddings.
+        #[arg(long)]
+        text_only: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ModeArg {
+    Bm25,
+    Vector,
+    Hybrid,
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// What to look for.
+    query: String,
+    /// Only sessions of this kind (repeatable): search, chat, visit.
+    #[arg(long, value_parser = parse_kind)]
+    kind: Vec<Kind>,
+    /// Only sessions from this source (repeatable): google-search, gemini, chatgpt, claude,
+    /// chrome, brave, edge, firefox, safari.
+    #[arg(long, value_parser = parse_source)]
+    source: Vec<HistorySource>,
+    /// Only sessions on or after this date (YYYY-MM-DD or RFC 3339).
+    #[arg(long, value_parser = parse_since)]
+    since: Option<DateTime<Utc>>,
+    /// Only sessions on or before this date (a date includes that whole day).
+    #[arg(long, value_parser = parse_until)]
+    until: Option<DateTime<Utc>>,
+    /// How many results.
+    #[arg(short = 'k', long, default_value_t = 10)]
+    limit: usize,
+    /// Which retrievers to use.
+    #[arg(long, value_enum, default_value_t = ModeArg::Hybrid)]
+    mode: ModeArg,
+}
+
+#[derive(Debug, Args)]
+pub struct ForgetArgs {
+    /// Forget this one session.
+    #[arg(conflicts_with = "all")]
+    id: Option<i64>,
+    /// Forget everything from this source (with --since/--until: within that range).
+    #[arg(long, value_parser = parse_source, conflicts_with_all = ["id", "all"])]
+    source: Option<HistorySource>,
+    /// Start of the range to forget (YYYY-MM-DD or RFC 3339).
+    #[arg(long, value_parser = parse_since, conflicts_with_all = ["id", "all"])]
+    since: Option<DateTime<Utc>>,
+    /// End of the range to forget (a date includes that whole day).
+    #[arg(long, value_parser = parse_until, conflicts_with_all = ["id", "all"])]
+    until: Option<DateTime<Utc>>,
+    /// Forget all history and profile signals.
+    #[arg(long)]
+    all: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y')]
+    yes: bool,
+}
+
+fn parse_format(s: &str) -> Result<Format, String> {
+    s.parse()
+}
+fn parse_kind(s: &str) -> Result<Kind, String> {
+    s.parse()
+}
+fn parse_source(s: &str) -> Result<HistorySource, String> {
+    s.parse()
+}
+
+fn parse_date(s: &str, end_of_day: bool) -> Result<DateTime<Utc>, String> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    let day = NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .map_err(|_| format!("{s:?} is not a date (YYYY-MM-DD) or an RFC 3339 time"))?;
+    let day = if end_of_day {
+        day.succ_opt().ok_or("date out of range")?
+    } else {
+        day
+    };
+    Ok(day
+        .and_hms_opt(0, 0, 0)
+        .ok_or("date out of range")?
+        .and_utc())
+}
+fn parse_since(s: &str) -> Result<DateTime<Utc>, String> {
+    parse_date(s, false)
+}
+fn parse_until(s: &str) -> Result<DateTime<Utc>, String> {
+    parse_date(s, true)
+}
+
+fn open_history(ctx: &Ctx) -> anyhow::Result<History> {
+    let dir = ctx.paths.history_dir();
+    History::open(&dir).with_context(|| format!("opening the history in {}", dir.display()))
+}
+
+/// The embedding model, if it is installed. History works without it (BM25 only).
+fn embedder(ctx: &Ctx) -> anyhow::Result<Option<(FastEmbedder, String)>> {
+    let store = ModelStore::open(&ctx.paths)?;
+    let name = ctx.settings.embed_model.clone();
+    if store.quick_state(&name) != ModelState::Present {
+        return Ok(None);
+    }
+    let threads = ctx.settings.llama.effective_threads();
+    let embedder = FastEmbedder::from_store(&store, &name, threads)?;
+    Ok(Some((embedder, name)))
+}
+
+fn embed_pending(ctx: &Ctx, history: &mut History) -> anyhow::Result<()> {
+    match embedder(ctx)? {
+        Some((embedder, name)) => {
+            let n = history.embed_pending(&embedder, &name, &CountProgress::default())?;
+            if n > 0 && !ctx.json {
+                eprintln!("embedded {n} sessions with {name}");
+            }
+        }
+        None => eprintln!(
+            "note: the embedding model {} is not installed, so only BM25 search is available; \
+             `rudder models fetch {}` then `rudder history embed` adds semantic search",
+            ctx.settings.embed_model, ctx.settings.embed_model
+        ),
+    }
+    Ok(())
+}
+
+pub fn run_import(ctx: &Ctx, args: ImportArgs) -> anyhow::Result<ExitCode> {
+    let mut history = open_history(ctx)?;
+    let options = ImportOptions {
+        format: args.format,
+    };
+    let report = history.import(&args.paths, &options, &CountProgress::default())?;
+    history.release_writer()?;
+    if report.stored_anything() && !args.no_embed {
+        embed_pending(ctx, &mut history)?;
+    }
+    if ctx.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_import_table(&report);
+    }
+    let imported_any = report
+        .files
+        .iter()
+        .any(|f| f.status == FileStatus::Imported);
+    Ok(if imported_any {
+        ExitCode::SUCCESS
+    } else {
+        if !ctx.json {
+            eprintln!("error: nothing was imported");
+        }
+        ExitCode::FAILURE
+    })
+}
+
+fn print_import_table(report: &rudder::history::ImportReport) {
+    let shown: Vec<_> = report
+        .files
+        .iter()
+        .filter(|f| !matches!(f.status, FileStatus::Skipped(_)))
+        .collect();
+    let skipped = report.files.len() - shown.len();
+    let width = shown
+        .iter()
+        .map(|f| f.file.chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 70);
+    println!(
+        "{:<width$}  {:<19}  {:>8}  {:>7}  {:>9}  {:>7}  status",
+        "file", "format", "added", "updated", "duplicate", "signals"
+    );
+    for f in &shown {
+        let name = shorten(&f.file, width);
+        let format = f.format.map(|f| f.as_str()).unwrap_or("-");
+        let status = match &f.status {
+            FileStatus::Imported => "ok".to_string(),
+            FileStatus::Skipped(r) => format!("skipped: {r}"),
+            FileStatus::Failed(r) => format!("FAILED: {r}"),
+        };
+        println!(
+            "{name:<width$}  {format:<19}  {:>8}  {:>7}  {:>9}  {:>7}  {status}",
+            f.added, f.updated, f.duplicates, f.signals
+        );
+    }
+    println!(
+        "{:<width$}  {:<19}  {:>8}  {:>7}  {:>9}  {:>7}  {} failed, {skipped} skipped (not history), {:.1} s",
+        "total",
+        "",
+        report.added,
+        report.updated,
+        report.duplicates,
+        report.signals,
+        report.failed_files,
+        report.seconds
+    );
+}
+
+/// Keeps the end of a long path, which is the informative part.
+fn shorten(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    if n <= width {
+        return s.to_string();
+    }
+    let tail: String = s.chars().skip(n - (width - 1)).collect();
+    format!("…{tail}")
+}
+
+pub fn run(ctx: &Ctx, cmd: HistoryCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        HistoryCommand::Search(args) => search(ctx, args),
+        HistoryCommand::Show { id } => show(ctx, id),
+        HistoryCommand::Stats => stats(ctx),
+        HistoryCommand::Forget(args) => forget(ctx, args),
+        HistoryCommand::Embed => {
+            let mut history = open_history(ctx)?;
+            if embedder(ctx)?.is_none() {
+                bail!(
+                    "the embedding model {} is not installed (rudder models fetch {})",
+                    ctx.settings.embed_model,
+                    ctx.settings.embed_model
+                );
+            }
+            embed_pending(ctx, &mut history)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        HistoryCommand::Reindex { text_only } => {
+            let mut history = open_history(ctx)?;
+            let n = history.rebuild_text_index(&CountProgress::default())?;
+            eprintln!("text index rebuilt: {n} sessions");
+            if !text_only {
+                if embedder(ctx)?.is_none() {
+                    bail!(
+                        "the embedding model {} is not installed; install it or use --text-only",
+                        ctx.settings.embed_model
+                    );
+                }
+                history.clear_vectors()?;
+                embed_pending(ctx, &mut history)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn search(ctx: &Ctx, args: SearchArgs) -> anyhow::Result<ExitCode> {
+    let mut history = open_history(ctx)?;
+    let filter = Filter {
+        kinds: args.kind,
+        sources: args.source,
+        since: args.since,
+        until: args.until,
+    };
+    let mode = match args.mode {
+        ModeArg::Bm25 => SearchMode::Bm25,
+        ModeArg::Vector => SearchMode::Vector,
+        ModeArg::Hybrid => SearchMode::Hybrid,
+    };
+    let embedder = if mode == SearchMode::Bm25 {
+        None
+    } else {
+        embedder(ctx)?
+    };
+    if embedder.is_none() && mode == SearchMode::Hybrid {
+        tracing::info!("embedding model not installed; searching with BM25 only");
+    }
+    let hits = history.search(
+        &args.query,
+        &filter,
+        args.limit,
+        mode,
+        embedder
+            .as_ref()
+            .map(|(e, name)| (e as &dyn rudder::embed::Embedder, name.as_str())),
+    )?;
+    if ctx.json {
+        println!("{}", serde_json::to_string_pretty(&hits)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if hits.is_empty() {
+        println!("no matches");
+    }
+    for h in hits {
+        let when = h
+            .started_at
+            .map(|t| t.format("%Y-%m-%d").to_string())
+            .unwrap_or_else(|| "----------".into());
+        println!(
+            "{:>7}  {when}  {:<6} {:<13} {}",
+            h.id,
+            h.kind.as_str(),
+            h.source.as_str(),
+            one_line(&h.title, 90)
+        );
+        if h.snippet != h.title {
+            println!("{:>7}  {}", "", one_line(&h.snippet, 110));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        let cut: String = flat.chars().take(max - 1).collect();
+        format!("{cut}…")
+    }
+}
+
+fn show(ctx: &Ctx, id: i64) -> anyhow::Result<ExitCode> {
+    let history = open_history(ctx)?;
+    let Some(s) = history.get(id)? else {
+        bail!("no session with id {id} (it may have been forgotten)");
+    };
+    if ctx.json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let session = &s.session;
+    println!("session {}: {}", s.id, session.title);
+    println!("  kind:     {}", session.kind);
+    println!("  source:   {}", session.source);
+    if let Some(t) = session.started_at {
+        println!("  started:  {}", t.to_rfc3339());
+    }
+    if let Some(note) = &session.time_note {
+        println!("  time:     {note}");
+    }
+    if let Some(url) = &session.url {
+        println!("  url:      {url}");
+    }
+    println!(
+        "  imported: {} from {}",
+        s.imported_at.to_rfc3339(),
+        s.origin
+    );
+    for turn in &session.turns {
+        println!();
+        println!("[{}]", turn.role.as_str());
+        println!("{}", turn.text);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn stats(ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let history = open_history(ctx)?;
+    let stats = history.stats()?;
+    if ctx.json {
+        println!("{}", serde_json::to_string_pretty(&stats)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("sessions: {}", stats.store.sessions);
+    for (source, n) in &stats.store.by_source {
+        println!("  {source:<14} {n}");
+    }
+    println!("by kind:");
+    for (kind, n) in &stats.store.by_kind {
+        println!("  {kind:<14} {n}");
+    }
+    println!("profile signals: {}", stats.store.signals);
+    println!(
+        "embedded: {} of {} sessions ({} vectors)",
+        stats.store.embedded_sessions, stats.store.sessions, stats.store.vectors
+    );
+    if let (Some(a), Some(b)) = (stats.store.first, stats.store.last) {
+        println!("span: {} to {}", a.format("%Y-%m-%d"), b.format("%Y-%m-%d"));
+    }
+    println!(
+        "on disk: database {:.1} MB, text index {:.1} MB",
+        stats.database_bytes as f64 / 1e6,
+        stats.text_index_bytes as f64 / 1e6
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn forget(ctx: &Ctx, args: ForgetArgs) -> anyhow::Result<ExitCode> {
+    let (selector, what) = if args.all {
+        (
+            ForgetSelector::All,
+            "ALL history and profile signals".to_string(),
+        )
+    } else if let Some(id) = args.id {
+        (ForgetSelector::Session(id), format!("session {id}"))
+    } else if let Some(source) = args.source {
+        (
+            ForgetSelector::Source {
+                source,
+                since: args.since,
+                until: args.until,
+            },
+            format!(
+                "everything from {source}{}",
+                range_words(args.since, args.until)
+            ),
+        )
+    } else if args.since.is_some() || args.until.is_some() {
+        (
+            ForgetSelector::Range {
+                since: args.since,
+                until: args.until,
+            },
+            format!("all sessions{}", range_words(args.since, args.until)),
+        )
+    } else {
+        bail!("say what to forget: a session ID, --source, --since/--until, or --all");
+    };
+    if !args.yes {
+        if !std::io::stdin().is_terminal() {
+            bail!("refusing to forget {what} without confirmation: pass --yes");
+        }
+        eprint!("Permanently forget {what}? [y/N] ");
+        std::io::stderr().flush().ok();
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            eprintln!("nothing forgotten");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    let mut history = open_history(ctx)?;
+    let report = history.forget(&selector)?;
+    if ctx.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("forgot {} sessions", report.sessions);
+    }
+    if let ForgetSelector::Session(id) = selector {
+        if report.sessions == 0 {
+            eprintln!("error: no session with id {id}");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn range_words(since: Option<DateTime<Utc>>, until: Option<DateTime<Utc>>) -> String {
+    match (since, until) {
+        (None, None) => String::new(),
+        (Some(s), None) => format!(" since {}", s.to_rfc3339()),
+        (None, Some(u)) => format!(" before {}", u.to_rfc3339()),
+        (Some(s), Some(u)) => format!(" from {} to before {}", s.to_rfc3339(), u.to_rfc3339()),
+    }
+}

@@ -1,0 +1,956 @@
+//! The SQLite store: the source of truth for history. Tantivy and the vectors are indexes
+//! rebuilt from it.
+//!
+//! WAL mode (readers never block the importer), foreign keys so a session's turns and vectors
+//! go with it, and `secure_delete` so forgotten text is overwritten in the file rather than
+//! left in free pages. Schema changes are numbered migrations tracked in `user_version`.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use serde::Serialize;
+
+use super::session::{HistorySource, Kind, Session, Signal, SignalKind, Turn, TurnRole};
+
+/// Errors from the history store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("history database {path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("history database {path}: {message}")]
+    Corrupt { path: PathBuf, message: String },
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The numbered schema migrations; `user_version` records how many have run.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE sessions (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    source        TEXT NOT NULL,
+    kind          TEXT NOT NULL,
+    title         TEXT NOT NULL,
+    url           TEXT,
+    external_id   TEXT,
+    started_at    INTEGER,            -- microseconds since the Unix epoch, UTC
+    time_note     TEXT,
+    content_hash  TEXT NOT NULL UNIQUE,
+    origin        TEXT NOT NULL,      -- the file it was imported from
+    imported_at   INTEGER NOT NULL,
+    embedded_with TEXT                -- embedding model of its vectors; NULL = not embedded yet
+);
+CREATE INDEX sessions_by_source ON sessions(source);
+CREATE INDEX sessions_by_time ON sessions(started_at);
+CREATE INDEX sessions_to_embed ON sessions(embedded_with);
+CREATE UNIQUE INDEX sessions_by_external_id ON sessions(source, external_id)
+    WHERE external_id IS NOT NULL;
+
+CREATE TABLE turns (
+    session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    idx        INTEGER NOT NULL,
+    role       TEXT NOT NULL,
+    text       TEXT NOT NULL,
+    at         INTEGER,
+    PRIMARY KEY (session_id, idx)
+) WITHOUT ROWID;
+
+-- One embedding per chunk of a session, int8-quantised with a per-vector scale.
+CREATE TABLE chunk_vectors (
+    session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    chunk      INTEGER NOT NULL,
+    scale      REAL NOT NULL,
+    vector     BLOB NOT NULL,
+    PRIMARY KEY (session_id, chunk)
+) WITHOUT ROWID;
+
+CREATE TABLE signals (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    source       TEXT NOT NULL,
+    kind         TEXT NOT NULL,
+    text         TEXT NOT NULL,
+    at           INTEGER,
+    content_hash TEXT NOT NULL UNIQUE,
+    origin       TEXT NOT NULL,
+    imported_at  INTEGER NOT NULL
+);
+CREATE INDEX signals_by_source ON signals(source);
+
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"#];
+
+/// A session as stored, with its id.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoredSession {
+    pub id: i64,
+    #[serde(flatten)]
+    pub session: Session,
+    pub content_hash: String,
+    pub origin: String,
+    pub imported_at: DateTime<Utc>,
+}
+
+/// A signal as stored.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoredSignal {
+    pub id: i64,
+    #[serde(flatten)]
+    pub signal: Signal,
+    pub origin: String,
+}
+
+/// What happened to one record on insert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inserted {
+    Added(i64),
+    /// Same content already stored.
+    Duplicate,
+    /// A newer copy of a conversation already stored under the same external id: the old
+    /// session `old` was deleted and the new one added as `new`.
+    Replaced {
+        old: i64,
+        new: i64,
+    },
+}
+
+/// Which sessions to forget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ForgetSelector {
+    Session(i64),
+    /// Everything from one source, optionally within a time range.
+    Source {
+        source: HistorySource,
+        since: Option<DateTime<Utc>>,
+        until: Option<DateTime<Utc>>,
+    },
+    /// Everything started in `[since, until)` (either end open).
+    Range {
+        since: Option<DateTime<Utc>>,
+        until: Option<DateTime<Utc>>,
+    },
+    All,
+}
+
+/// Counts for `rudder history stats`.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct StoreStats {
+    pub sessions: u64,
+    pub by_source: std::collections::BTreeMap<String, u64>,
+    pub by_kind: std::collections::BTreeMap<String, u64>,
+    pub signals: u64,
+    pub turns: u64,
+    pub embedded_sessions: u64,
+    pub vectors: u64,
+    pub first: Option<DateTime<Utc>>,
+    pub last: Option<DateTime<Utc>>,
+}
+
+/// The history database.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+pub(crate) fn micros(t: Option<DateTime<Utc>>) -> Option<i64> {
+    t.map(|t| t.timestamp_micros())
+}
+
+pub(crate) fn from_micros(us: Option<i64>) -> Option<DateTime<Utc>> {
+    us.and_then(DateTime::from_timestamp_micros)
+}
+
+impl Store {
+    /// Opens (creating and migrating if needed) the database at `path`.
+    pub fn open(path: &Path) -> StoreResult<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Corrupt {
+                path: path.to_path_buf(),
+                message: format!("cannot create {}: {e}", dir.display()),
+            })?;
+        }
+        let conn = Connection::open(path).map_err(|e| sqlite(path, e))?;
+        let mut store = Self {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store.configure()?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn err(&self, e: rusqlite::Error) -> StoreError {
+        sqlite(&self.path, e)
+    }
+
+    fn configure(&mut self) -> StoreResult<()> {
+        self.conn
+            .busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(|e| self.err(e))?;
+        let mode: String = self
+            .conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!(mode, "history database is not in WAL mode");
+        }
+        self.conn
+            .execute_batch(
+                "PRAGMA synchronous = NORMAL;
+                 PRAGMA foreign_keys = ON;
+                 PRAGMA secure_delete = ON;
+                 PRAGMA temp_store = MEMORY;",
+            )
+            .map_err(|e| self.err(e))
+    }
+
+    fn migrate(&mut self) -> StoreResult<()> {
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        let known = MIGRATIONS.len() as i64;
+        if version > known {
+            return Err(StoreError::Corrupt {
+                path: self.path.clone(),
+                message: format!(
+                    "schema version {version} is newer than this Rudder understands ({known}); \
+                     upgrade Rudder"
+                ),
+            });
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            let path = self.path.clone();
+            let tx = self.conn.transaction().map_err(|e| sqlite(&path, e))?;
+            tx.execute_batch(sql).map_err(|e| sqlite(&path, e))?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)
+                .map_err(|e| sqlite(&path, e))?;
+            tx.commit().map_err(|e| sqlite(&path, e))?;
+            tracing::info!(version = i + 1, "history database migrated");
+        }
+        Ok(())
+    }
+
+    /// Starts a write transaction: one per imported file.
+    pub fn write(&mut self) -> StoreResult<Writer<'_>> {
+        let path = self.path.clone();
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| sqlite(&path, e))?;
+        Ok(Writer {
+            tx,
+            path,
+            now: Utc::now().timestamp_micros(),
+        })
+    }
+
+    /// One session with its turns.
+    pub fn get(&self, id: i64) -> StoreResult<Option<StoredSession>> {
+        let mut sessions = self.get_many(&[id])?;
+        Ok(sessions.pop())
+    }
+
+    /// Several sessions by id, in the order given; missing ids are left out.
+    pub fn get_many(&self, ids: &[i64]) -> StoreResult<Vec<StoredSession>> {
+        let mut head = self
+            .conn
+            .prepare_cached(
+                "SELECT id, source, kind, title, url, external_id, started_at, time_note,
+                        content_hash, origin, imported_at
+                 FROM sessions WHERE id = ?1",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut turns = self
+            .conn
+            .prepare_cached("SELECT role, text, at FROM turns WHERE session_id = ?1 ORDER BY idx")
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::with_capacity(ids.len());
+        for &id in ids {
+            let row = head
+                .query_row([id], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, Option<String>>(4)?,
+                        r.get::<_, Option<String>>(5)?,
+                        r.get::<_, Option<i64>>(6)?,
+                        r.get::<_, Option<String>>(7)?,
+                        r.get::<_, String>(8)?,
+                        r.get::<_, String>(9)?,
+                        r.get::<_, i64>(10)?,
+                    ))
+                })
+                .optional()
+                .map_err(|e| self.err(e))?;
+            let Some((id, source, kind, title, url, external_id, started, note, hash, origin, at)) =
+                row
+            else {
+                continue;
+            };
+            let turn_rows = turns
+                .query_map([id], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, Option<i64>>(2)?,
+                    ))
+                })
+                .map_err(|e| self.err(e))?;
+            let mut session_turns = Vec::new();
+            for t in turn_rows {
+                let (role, text, at) = t.map_err(|e| self.err(e))?;
+                session_turns.push(Turn {
+                    role: if role == "assistant" {
+                        TurnRole::Assistant
+                    } else {
+                        TurnRole::User
+                    },
+                    text,
+                    at: from_micros(at),
+                });
+            }
+            out.push(StoredSession {
+                id,
+                session: Session {
+                    source: self.parse_field(&source)?,
+                    kind: self.parse_field(&kind)?,
+                    title,
+                    url,
+                    external_id,
+                    started_at: from_micros(started),
+                    time_note: note,
+                    turns: session_turns,
+                },
+                content_hash: hash,
+                origin,
+                imported_at: from_micros(Some(at)).unwrap_or_default(),
+            });
+        }
+        Ok(out)
+    }
+
+    fn parse_field<T: std::str::FromStr<Err = String>>(&self, s: &str) -> StoreResult<T> {
+        s.parse().map_err(|message| StoreError::Corrupt {
+            path: self.path.clone(),
+            message,
+        })
+    }
+
+    /// Visits every session in id order (for rebuilding indexes), `batch` at a time.
+    pub fn for_each_session(
+        &self,
+        batch: usize,
+        mut f: impl FnMut(&[StoredSession]) -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        let mut after = 0i64;
+        loop {
+            let ids = self.ids_after(after, batch)?;
+            if ids.is_empty() {
+                return Ok(());
+            }
+            after = *ids.last().unwrap_or(&after);
+            let sessions = self.get_many(&ids)?;
+            f(&sessions)?;
+        }
+    }
+
+    fn ids_after(&self, after: i64, limit: usize) -> StoreResult<Vec<i64>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT id FROM sessions WHERE id > ?1 ORDER BY id LIMIT ?2")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![after, limit as i64], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Ids of up to `limit` sessions not yet embedded with `model`.
+    pub fn ids_to_embed(&self, model: &str, limit: usize) -> StoreResult<Vec<i64>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id FROM sessions WHERE embedded_with IS NULL OR embedded_with <> ?1
+                 ORDER BY id LIMIT ?2",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![model, limit as i64], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// How many sessions still lack vectors from `model`.
+    pub fn count_to_embed(&self, model: &str) -> StoreResult<u64> {
+        self.conn
+            .query_row(
+                "SELECT COUNT(*) FROM sessions WHERE embedded_with IS NULL OR embedded_with <> ?1",
+                [model],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n as u64)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Stores the vectors of some sessions (replacing older ones) in one transaction.
+    pub fn put_vectors(
+        &mut self,
+        model: &str,
+        vectors: &[(i64, Vec<QuantizedVector>)],
+    ) -> StoreResult<()> {
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(|e| sqlite(&path, e))?;
+        {
+            let mut del = tx
+                .prepare_cached("DELETE FROM chunk_vectors WHERE session_id = ?1")
+                .map_err(|e| sqlite(&path, e))?;
+            let mut ins = tx
+                .prepare_cached(
+                    "INSERT INTO chunk_vectors (session_id, chunk, scale, vector)
+                     VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(|e| sqlite(&path, e))?;
+            let mut mark = tx
+                .prepare_cached("UPDATE sessions SET embedded_with = ?2 WHERE id = ?1")
+                .map_err(|e| sqlite(&path, e))?;
+            for (id, chunks) in vectors {
+                // The session may have been forgotten while it was being embedded.
+                if mark
+                    .execute(params![id, model])
+                    .map_err(|e| sqlite(&path, e))?
+                    == 0
+                {
+                    continue;
+                }
+                del.execute([id]).map_err(|e| sqlite(&path, e))?;
+                for (i, v) in chunks.iter().enumerate() {
+                    let bytes: Vec<u8> = v.values.iter().map(|&x| x as u8).collect();
+                    ins.execute(params![id, i as i64, v.scale as f64, bytes])
+                        .map_err(|e| sqlite(&path, e))?;
+                }
+            }
+        }
+        tx.commit().map_err(|e| sqlite(&path, e))
+    }
+
+    /// Drops every vector, so the next embedding pass recomputes them all.
+    pub fn clear_vectors(&mut self) -> StoreResult<()> {
+        self.conn
+            .execute_batch(
+                "BEGIN; DELETE FROM chunk_vectors; UPDATE sessions SET embedded_with = NULL; COMMIT;",
+            )
+            .map_err(|e| self.err(e))
+    }
+
+    /// Visits every stored vector with its session's filter fields, for loading the in-memory
+    /// vector index. Only vectors made by `model` count.
+    pub fn for_each_vector(
+        &self,
+        model: &str,
+        mut f: impl FnMut(VectorRow<'_>),
+    ) -> StoreResult<()> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT v.session_id, v.scale, v.vector, s.source, s.kind, s.started_at
+                 FROM chunk_vectors v JOIN sessions s ON s.id = v.session_id
+                 WHERE s.embedded_with = ?1
+                 ORDER BY v.session_id, v.chunk",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([model]).map_err(|e| self.err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let source: String = row.get(3).map_err(|e| self.err(e))?;
+            let kind: String = row.get(4).map_err(|e| self.err(e))?;
+            let blob = row.get_ref(2).map_err(|e| self.err(e))?;
+            let bytes = blob.as_blob().map_err(|e| self.err(e.into()))?;
+            f(VectorRow {
+                session_id: row.get(0).map_err(|e| self.err(e))?,
+                scale: row.get::<_, f64>(1).map_err(|e| self.err(e))? as f32,
+                values: bytes,
+                source: self.parse_field(&source)?,
+                kind: self.parse_field(&kind)?,
+                started_at: row.get(5).map_err(|e| self.err(e))?,
+            });
+        }
+        Ok(())
+    }
+
+    /// Deletes the selected sessions (their turns and vectors go with them) and, for a source
+    /// or everything, the signals too. Returns the ids deleted. The freed pages are zeroed
+    /// (`secure_delete`); call [`compact`](Self::compact) to also drop them from the file.
+    pub fn forget(&mut self, selector: &ForgetSelector) -> StoreResult<Vec<i64>> {
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(|e| sqlite(&path, e))?;
+        let (filter, args) = selector_sql(selector);
+        let ids: Vec<i64> = {
+            let mut stmt = tx
+                .prepare(&format!(
+                    "SELECT id FROM sessions WHERE {filter} ORDER BY id"
+                ))
+                .map_err(|e| sqlite(&path, e))?;
+            let rows = stmt
+                .query_map(rusqlite::params_from_iter(args.iter()), |r| r.get(0))
+                .map_err(|e| sqlite(&path, e))?;
+            rows.collect::<Result<_, _>>()
+                .map_err(|e| sqlite(&path, e))?
+        };
+        tx.execute(
+            &format!("DELETE FROM sessions WHERE {filter}"),
+            rusqlite::params_from_iter(args.iter()),
+        )
+        .map_err(|e| sqlite(&path, e))?;
+        match selector {
+            ForgetSelector::All => {
+                tx.execute("DELETE FROM signals", [])
+                    .map_err(|e| sqlite(&path, e))?;
+            }
+            ForgetSelector::Source {
+                source,
+                since: None,
+                until: None,
+            } => {
+                tx.execute("DELETE FROM signals WHERE source = ?1", [source.as_str()])
+                    .map_err(|e| sqlite(&path, e))?;
+            }
+            ForgetSelector::Range { since, until }
+            | ForgetSelector::Source { since, until, .. } => {
+                let (lo, hi) = (micros(*since), micros(*until));
+                let source = match selector {
+                    ForgetSelector::Source { source, .. } => Some(source.as_str()),
+                    _ => None,
+                };
+                tx.execute(
+                    "DELETE FROM signals WHERE at IS NOT NULL
+                       AND (?1 IS NULL OR at >= ?1) AND (?2 IS NULL OR at < ?2)
+                       AND (?3 IS NULL OR source = ?3)",
+                    params![lo, hi, source],
+                )
+                .map_err(|e| sqlite(&path, e))?;
+            }
+            ForgetSelector::Session(_) => {}
+        }
+        tx.commit().map_err(|e| sqlite(&path, e))?;
+        Ok(ids)
+    }
+
+    /// Rewrites the database so that deleted content is not recoverable from the file or its
+    /// write-ahead log.
+    pub fn compact(&mut self) -> StoreResult<()> {
+        self.conn
+            .execute_batch(
+                "PRAGMA wal_checkpoint(TRUNCATE);
+                 VACUUM;
+                 PRAGMA wal_checkpoint(TRUNCATE);",
+            )
+            .map_err(|e| self.err(e))
+    }
+
+    /// Counts by source and kind, and the time span.
+    pub fn stats(&self) -> StoreResult<StoreStats> {
+        let mut stats = StoreStats::default();
+        let q = |sql: &str| -> StoreResult<Vec<(String, u64)>> {
+            let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+            let rows = stmt
+                .query_map([], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
+                })
+                .map_err(|e| self.err(e))?;
+            rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+        };
+        stats.by_source = q("SELECT source, COUNT(*) FROM sessions GROUP BY source")?
+            .into_iter()
+            .collect();
+        stats.by_kind = q("SELECT kind, COUNT(*) FROM sessions GROUP BY kind")?
+            .into_iter()
+            .collect();
+        stats.sessions = stats.by_source.values().sum();
+        let one = |sql: &str| -> StoreResult<i64> {
+            self.conn
+                .query_row(sql, [], |r| r.get::<_, Option<i64>>(0))
+                .map(|v| v.unwrap_or(0))
+                .map_err(|e| self.err(e))
+        };
+        stats.signals = one("SELECT COUNT(*) FROM signals")? as u64;
+        stats.turns = one("SELECT COUNT(*) FROM turns")? as u64;
+        stats.vectors = one("SELECT COUNT(*) FROM chunk_vectors")? as u64;
+        stats.embedded_sessions =
+            one("SELECT COUNT(*) FROM sessions WHERE embedded_with IS NOT NULL")? as u64;
+        let (first, last): (Option<i64>, Option<i64>) = self
+            .conn
+            .query_row(
+                "SELECT MIN(started_at), MAX(started_at) FROM sessions",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(|e| self.err(e))?;
+        stats.first = from_micros(first);
+        stats.last = from_micros(last);
+        Ok(stats)
+    }
+
+    /// Number of sessions.
+    pub fn count(&self) -> StoreResult<u64> {
+        self.conn
+            .query_row("SELECT COUNT(*) FROM sessions", [], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+            .map_err(|e| self.err(e))
+    }
+
+    /// All signals (custom instructions, memories).
+    pub fn signals(&self) -> StoreResult<Vec<StoredSignal>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, source, kind, text, at, origin FROM signals ORDER BY id")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, Option<i64>>(4)?,
+                    r.get::<_, String>(5)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, source, kind, text, at, origin) = row.map_err(|e| self.err(e))?;
+            out.push(StoredSignal {
+                id,
+                signal: Signal {
+                    source: self.parse_field(&source)?,
+                    kind: if kind == SignalKind::Memory.as_str() {
+                        SignalKind::Memory
+                    } else {
+                        SignalKind::CustomInstructions
+                    },
+                    text,
+                    at: from_micros(at),
+                },
+                origin,
+            });
+        }
+        Ok(out)
+    }
+
+    /// A value from the `meta` table.
+    pub fn meta(&self, key: &str) -> StoreResult<Option<String>> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    pub fn set_meta(&self, key: &str, value: &str) -> StoreResult<()> {
+        self.conn
+            .execute(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2)
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [key, value],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+}
+
+/// One row handed out by [`Store::for_each_vector`].
+pub struct VectorRow<'a> {
+    pub session_id: i64,
+    pub scale: f32,
+    pub values: &'a [u8],
+    pub source: HistorySource,
+    pub kind: Kind,
+    pub started_at: Option<i64>,
+}
+
+/// An int8-quantised embedding: `value ≈ values[i] as f32 * scale`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuantizedVector {
+    pub scale: f32,
+    pub values: Vec<i8>,
+}
+
+impl QuantizedVector {
+    /// Symmetric per-vector quantisation: the largest magnitude maps to 127.
+    pub fn quantize(v: &[f32]) -> Self {
+        let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+        let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+        Self {
+            scale,
+            values: v
+                .iter()
+                .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8)
+                .collect(),
+        }
+    }
+}
+
+fn selector_sql(selector: &ForgetSelector) -> (String, Vec<rusqlite::types::Value>) {
+    use rusqlite::types::Value;
+    let range = |since: &Option<DateTime<Utc>>,
+                 until: &Option<DateTime<Utc>>,
+                 clauses: &mut Vec<String>,
+                 args: &mut Vec<Value>| {
+        if let Some(s) = since {
+            args.push(Value::Integer(s.timestamp_micros()));
+            clauses.push(format!("started_at >= ?{}", args.len()));
+        }
+        if let Some(u) = until {
+            args.push(Value::Integer(u.timestamp_micros()));
+            clauses.push(format!("started_at < ?{}", args.len()));
+        }
+    };
+    let mut clauses = Vec::new();
+    let mut args = Vec::new();
+    match selector {
+        ForgetSelector::Session(id) => {
+            args.push(Value::Integer(*id));
+            clauses.push("id = ?1".to_string());
+        }
+        ForgetSelector::Source {
+            source,
+            since,
+            until,
+        } => {
+            args.push(Value::Text(source.as_str().to_string()));
+            clauses.push("source = ?1".to_string());
+            range(since, until, &mut clauses, &mut args);
+        }
+        ForgetSelector::Range { since, until } => {
+            range(since, until, &mut clauses, &mut args);
+        }
+        ForgetSelector::All => {}
+    }
+    if clauses.is_empty() {
+        ("1 = 1".into(), args)
+    } else {
+        (clauses.join(" AND "), args)
+    }
+}
+
+fn sqlite(path: &Path, source: rusqlite::Error) -> StoreError {
+    StoreError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A write transaction over the store. Dropping it without [`commit`](Self::commit) rolls
+/// everything back.
+pub struct Writer<'a> {
+    tx: Transaction<'a>,
+    path: PathBuf,
+    now: i64,
+}
+
+impl Writer<'_> {
+    /// Inserts a session unless its content is already stored.
+    pub fn insert_session(
+        &mut self,
+        s: &Session,
+        hash: &str,
+        origin: &str,
+    ) -> StoreResult<Inserted> {
+        let path = &self.path;
+        let mut replaced = None;
+        if let Some(ext) = &s.external_id {
+            let existing: Option<(i64, String)> = self
+                .tx
+                .prepare_cached(
+                    "SELECT id, content_hash FROM sessions WHERE source = ?1 AND external_id = ?2",
+                )
+                .and_then(|mut st| {
+                    st.query_row(params![s.source.as_str(), ext], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })
+                    .optional()
+                })
+                .map_err(|e| sqlite(path, e))?;
+            if let Some((old, old_hash)) = existing {
+                if old_hash == hash {
+                    return Ok(Inserted::Duplicate);
+                }
+                self.tx
+                    .execute("DELETE FROM sessions WHERE id = ?1", [old])
+                    .map_err(|e| sqlite(path, e))?;
+                replaced = Some(old);
+            }
+        }
+        let changed = self
+            .tx
+            .prepare_cached(
+                "INSERT OR IGNORE INTO sessions
+                   (source, kind, title, url, external_id, started_at, time_note, content_hash,
+                    origin, imported_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    s.source.as_str(),
+                    s.kind.as_str(),
+                    s.title,
+                    s.url,
+                    s.external_id,
+                    micros(s.started_at),
+                    s.time_note,
+                    hash,
+                    origin,
+                    self.now,
+                ])
+            })
+            .map_err(|e| sqlite(path, e))?;
+        if changed == 0 {
+            return Ok(Inserted::Duplicate);
+        }
+        let id = self.tx.last_insert_rowid();
+        {
+            let mut st = self
+                .tx
+                .prepare_cached(
+                    "INSERT INTO turns (session_id, idx, role, text, at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .map_err(|e| sqlite(path, e))?;
+            for (i, t) in s.turns.iter().enumerate() {
+                st.execute(params![id, i as i64, t.role.as_str(), t.text, micros(t.at)])
+                    .map_err(|e| sqlite(path, e))?;
+            }
+        }
+        Ok(match replaced {
+            Some(old) => Inserted::Replaced { old, new: id },
+            None => Inserted::Added(id),
+        })
+    }
+
+    /// Inserts a signal unless the same text is already stored. Returns whether it was new.
+    pub fn insert_signal(&mut self, s: &Signal, origin: &str) -> StoreResult<bool> {
+        let n = self
+            .tx
+            .prepare_cached(
+                "INSERT OR IGNORE INTO signals (source, kind, text, at, content_hash, origin,
+                   imported_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    s.source.as_str(),
+                    s.kind.as_str(),
+                    s.text,
+                    micros(s.at),
+                    s.content_hash(),
+                    origin,
+                    self.now
+                ])
+            })
+            .map_err(|e| sqlite(&self.path, e))?;
+        Ok(n > 0)
+    }
+
+    pub fn commit(self) -> StoreResult<()> {
+        let path = self.path;
+        self.tx.commit().map_err(|e| sqlite(&path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chat(ext: &str, text: &str) -> Session {
+        Session {
+            source: HistorySource::Chatgpt,
+            kind: Kind::Chat,
+            title: "t".into(),
+            url: None,
+            external_id: Some(ext.into()),
+            started_at: DateTime::from_timestamp(1_700_000_000, 0),
+            time_note: None,
+            turns: vec![Turn::user(text, None), Turn::assistant("answer", None)],
+        }
+    }
+
+    #[test]
+    fn insert_dedup_replace_and_forget() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("h.sqlite")).unwrap();
+        let a = chat("c1", "hello");
+        let mut w = store.write().unwrap();
+        let first = w.insert_session(&a, &a.content_hash(), "f").unwrap();
+        let Inserted::Added(id) = first else {
+            panic!("{first:?}")
+        };
+        assert_eq!(
+            w.insert_session(&a, &a.content_hash(), "f").unwrap(),
+            Inserted::Duplicate
+        );
+        let grown = chat("c1", "hello again");
+        let r = w
+            .insert_session(&grown, &grown.content_hash(), "f")
+            .unwrap();
+        assert!(
+            matches!(r, Inserted::Replaced { old, .. } if old == id),
+            "{r:?}"
+        );
+        w.commit().unwrap();
+        assert_eq!(store.count().unwrap(), 1);
+        assert!(store.get(id).unwrap().is_none());
+        let all = store.forget(&ForgetSelector::All).unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!(store.count().unwrap(), 0);
+        let turns: i64 = store
+            .conn
+            .query_row("SELECT COUNT(*) FROM turns", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(turns, 0, "turns cascade with their session");
+    }
+
+    #[test]
+    fn rollback_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("h.sqlite")).unwrap();
+        {
+            let mut w = store.write().unwrap();
+            let a = chat("c1", "hello");
+            w.insert_session(&a, &a.content_hash(), "f").unwrap();
+        }
+        assert_eq!(store.count().unwrap(), 0);
+    }
+
+    #[test]
+    fn quantization_keeps_direction() {
+        let v = [0.5f32, -0.25, 0.0, 0.125];
+        let q = QuantizedVector::quantize(&v);
+        assert_eq!(q.values[0], 127);
+        for (x, y) in v.iter().zip(&q.values) {
+            assert!((x - *y as f32 * q.scale).abs() < 0.003);
+        }
+    }
+
+    #[test]
+    fn newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.sqlite");
+        drop(Store::open(&path).unwrap());
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", 99).unwrap();
+        drop(conn);
+        let err = Store::open(&path).err().unwrap().to_string();
+        assert!(err.contains("newer"), "{err}");
+    }
+}

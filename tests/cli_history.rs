@@ -1,0 +1,143 @@
+//! `rudder import` and `rudder history …` end to end through the binary.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn rudder(data: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rudder"))
+        .args(args)
+        .env("RUDDER_DATA_DIR", data)
+        .env("RUDDER_MODELS_DIR", common::models_dir())
+        .env_remove("RUDDER_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run rudder")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn write_export(dir: &Path) -> std::path::PathBuf {
+    let items = serde_json::json!([
+        {"header": "Search", "title": "Searched for pressure canning green beans altitude",
+         "titleUrl": "https://www.google.com/search?q\u{3d}pressure+canning", "time": "2024-05-01T09:00:00.000Z",
+         "products": ["Search"], "activityControls": ["Web & App Activity"]},
+        {"header": "Search", "title": "Searched for kayak roll technique",
+         "titleUrl": "https://www.google.com/search?q\u{3d}kayak+roll", "time": "2024-05-02T09:00:00.000Z",
+         "products": ["Search"], "activityControls": ["Web & App Activity"]}
+    ]);
+    let path = dir.join("Takeout/My Activity/Search/MyActivity.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, serde_json::to_vec(&items).unwrap()).unwrap();
+    dir.join("Takeout")
+}
+
+#[test]
+fn import_search_show_stats_forget() {
+    common::store();
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let export = write_export(tmp.path());
+    let export = export.to_str().unwrap();
+
+    let out = rudder(&data, &["import", export]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(table.contains("takeout-search"), "{table}");
+    assert!(table.lines().last().unwrap().contains(" 2 "), "{table}");
+
+    // Same export again: nothing new, still a success.
+    let out = rudder(&data, &["--json", "import", export]);
+    assert!(out.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["added"], 0);
+    assert_eq!(report["duplicates"], 2);
+
+    let out = rudder(&data, &["--json", "history", "stats"]);
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats["sessions"], 2);
+    assert_eq!(stats["by_source"]["google-search"], 2);
+    assert_eq!(
+        stats["embedded_sessions"], 2,
+        "import embeds when the model is present"
+    );
+
+    let out = rudder(
+        &data,
+        &[
+            "--json",
+            "history",
+            "search",
+            "canning beans",
+            "-k",
+            "1",
+            "--kind",
+            "search",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let hits: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(hits.as_array().unwrap().len(), 1);
+    assert!(hits[0]["title"].as_str().unwrap().contains("canning"));
+    let id = hits[0]["id"].as_i64().unwrap();
+
+    let out = rudder(&data, &["history", "show", &id.to_string()]);
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains("pressure canning green beans altitude"));
+    assert!(text(&out.stdout).contains("google-search"));
+
+    // Forgetting needs confirmation; without a terminal, --yes.
+    let out = rudder(&data, &["history", "forget", &id.to_string()]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("--yes"), "{}", text(&out.stderr));
+    let out = rudder(&data, &["history", "forget", &id.to_string(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = rudder(&data, &["history", "show", &id.to_string()]);
+    assert!(!out.status.success());
+    let out = rudder(
+        &data,
+        &[
+            "history",
+            "forget",
+            "--since",
+            "2024-05-02",
+            "--until",
+            "2024-05-02",
+            "--yes",
+        ],
+    );
+    assert!(
+        text(&out.stdout).contains("forgot 1 sessions"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn importing_nothing_usable_exits_non_zero_with_the_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let bad = tmp.path().join("conversations.json");
+    std::fs::write(
+        &bad,
+        b"[{\"title\": \"x\", \"create_time\": 1.0, \"mapping\": {",
+    )
+    .unwrap();
+    let out = rudder(&data, &["import", "--no-embed", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("FAILED"), "{stdout}");
+    assert!(stdout.contains("conversations.json"), "{stdout}");
+    assert!(text(&out.stderr).contains("nothing was imported"));
+    let out = rudder(&data, &["--json", "history", "stats"]);
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats["sessions"], 0);
+
+    let missing = tmp.path().join("nope.zip");
+    let out = rudder(&data, &["import", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stdout).contains("nope.zip"));
+}
