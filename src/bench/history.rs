@@ -53,6 +53,9 @@ pub struct HistoryBench {
     pub bm25_p95_ms: f64,
     pub hybrid_p50_ms: f64,
     pub hybrid_p95_ms: f64,
+    /// The parts of a hybrid query: embedding the query text, and the exact vector scan.
+    pub query_embed_p50_ms: f64,
+    pub vector_scan_p50_ms: f64,
     pub database_bytes: u64,
     pub text_index_bytes: u64,
     pub peak_rss_bytes: Option<u64>,
@@ -203,6 +206,19 @@ pub fn bench_history(
     progress.begin("querying", None);
     let bm25 = time_mode(SearchMode::Bm25)?;
     let hybrid = time_mode(SearchMode::Hybrid)?;
+    let mut embed_ms = Vec::new();
+    let mut scan_ms = Vec::new();
+    for q in &titles {
+        let t = Instant::now();
+        let v = embedder.embed(&[q.as_str()])?;
+        embed_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        let index = history.vector_index(model).map_err(err)?;
+        let t = Instant::now();
+        index.search(&v[0], &filter, 50);
+        scan_ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    embed_ms.sort_by(f64::total_cmp);
+    scan_ms.sort_by(f64::total_cmp);
     progress.end();
     let stats = history.stats().map_err(err)?;
 
@@ -225,6 +241,8 @@ pub fn bench_history(
         bm25_p95_ms: percentile(&bm25, 95.0),
         hybrid_p50_ms: percentile(&hybrid, 50.0),
         hybrid_p95_ms: percentile(&hybrid, 95.0),
+        query_embed_p50_ms: percentile(&embed_ms, 50.0),
+        vector_scan_p50_ms: percentile(&scan_ms, 50.0),
         database_bytes: stats.database_bytes,
         text_index_bytes: stats.text_index_bytes,
         peak_rss_bytes: super::peak_rss_bytes(),
@@ -259,11 +277,13 @@ fn copy_sample_vectors(
     progress.begin("copying vectors", Some(total));
     let mut done = 0u64;
     let mut next = 0usize;
+    let mut after = 0i64;
     loop {
-        let ids = store.ids_to_embed(model, 2000).map_err(cerr)?;
-        if ids.is_empty() {
+        let ids = store.ids_to_embed(model, after, 2000).map_err(cerr)?;
+        let Some(&last) = ids.last() else {
             break;
-        }
+        };
+        after = last;
         let batch: Vec<(i64, Vec<QuantizedVector>)> = ids
             .iter()
             .map(|&id| {

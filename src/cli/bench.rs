@@ -125,6 +125,10 @@ pub fn run(ctx: &Ctx, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                 b.hybrid_p50_ms, b.hybrid_p95_ms
             );
             println!(
+                "  of which          query embedding p50 {:.2} ms, exact vector scan p50 {:.2} ms",
+                b.query_embed_p50_ms, b.vector_scan_p50_ms
+            );
+            println!(
                 "on disk             database {:.1} MB, text index {:.1} MB",
                 mb(b.database_bytes),
                 mb(b.text_index_bytes)

@@ -159,7 +159,12 @@ impl History {
                 indexed,
                 "history text index is out of date; rebuilding it"
             );
-            history.rebuild_text_index(&NoProgress)?;
+            // Another process may be importing right now (its store commit lands just before
+            // its index commit): then it holds the index lock, and searching what is indexed
+            // is the right thing to do.
+            if let Err(e) = history.rebuild_text_index(&NoProgress) {
+                tracing::warn!("text index not rebuilt: {e}");
+            }
         }
         Ok(history)
     }
@@ -390,12 +395,14 @@ impl History {
         }
         progress.begin("embedding", Some(total));
         let mut done = 0u64;
+        let mut after = 0i64;
         while done < total {
             let want = (total - done).min(SESSIONS_PER_BATCH as u64) as usize;
-            let ids = self.store.ids_to_embed(model, want)?;
-            if ids.is_empty() {
+            let ids = self.store.ids_to_embed(model, after, want)?;
+            let Some(&last) = ids.last() else {
                 break;
-            }
+            };
+            after = last;
             let sessions = self.store.get_many(&ids)?;
             let mut texts = Vec::new();
             let mut owners = Vec::new();

@@ -44,9 +44,7 @@ CREATE TABLE sessions (
     imported_at   INTEGER NOT NULL,
     embedded_with TEXT                -- embedding model of its vectors; NULL = not embedded yet
 );
-CREATE INDEX sessions_by_source ON sessions(source);
 CREATE INDEX sessions_by_time ON sessions(started_at);
-CREATE INDEX sessions_to_embed ON sessions(embedded_with);
 CREATE UNIQUE INDEX sessions_by_external_id ON sessions(source, external_id)
     WHERE external_id IS NOT NULL;
 
@@ -210,7 +208,8 @@ impl Store {
                 "PRAGMA synchronous = NORMAL;
                  PRAGMA foreign_keys = ON;
                  PRAGMA secure_delete = ON;
-                 PRAGMA temp_store = MEMORY;",
+                 PRAGMA temp_store = MEMORY;
+                 PRAGMA cache_size = -65536;",
             )
             .map_err(|e| self.err(e))
     }
@@ -379,17 +378,19 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
-    /// Ids of up to `limit` sessions not yet embedded with `model`.
-    pub fn ids_to_embed(&self, model: &str, limit: usize) -> StoreResult<Vec<i64>> {
+    /// Ids of up to `limit` sessions after `after` not yet embedded with `model`. Walking by
+    /// id keeps each batch a short range scan, with no index to maintain on every insert.
+    pub fn ids_to_embed(&self, model: &str, after: i64, limit: usize) -> StoreResult<Vec<i64>> {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT id FROM sessions WHERE embedded_with IS NULL OR embedded_with <> ?1
+                "SELECT id FROM sessions
+                 WHERE id > ?3 AND (embedded_with IS NULL OR embedded_with <> ?1)
                  ORDER BY id LIMIT ?2",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map(params![model, limit as i64], |r| r.get(0))
+            .query_map(params![model, limit as i64, after], |r| r.get(0))
             .map_err(|e| self.err(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }

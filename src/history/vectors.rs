@@ -144,12 +144,44 @@ impl VectorIndex {
     }
 }
 
-/// Integer dot product; written so LLVM vectorises it (widening multiply-add).
+/// Integer dot product. The scan spends nearly all its time here, so on x86-64 it uses AVX2
+/// when the CPU has it (detected once at run time; release builds target baseline x86-64).
 fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    a.iter()
-        .zip(b)
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            return unsafe { dot_i8_avx2(a, b) };
+        }
+    }
+    dot_i8_portable(a, b)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn dot_i8_avx2(a: &[i8], b: &[i8]) -> i32 {
+    dot_i8_portable(a, b)
+}
+
+/// Sixteen independent lanes of i16 products widened to i32: the shape LLVM turns into
+/// multiply-add instructions.
+#[inline(always)]
+fn dot_i8_portable(a: &[i8], b: &[i8]) -> i32 {
+    const LANES: usize = 16;
+    let mut acc = [0i32; LANES];
+    let (ca, ra) = a.split_at(a.len() / LANES * LANES);
+    let (cb, rb) = b.split_at(ca.len().min(b.len()));
+    for (xa, xb) in ca.chunks_exact(LANES).zip(cb.chunks_exact(LANES)) {
+        for l in 0..LANES {
+            acc[l] += i32::from(i16::from(xa[l]) * i16::from(xb[l]));
+        }
+    }
+    let tail: i32 = ra
+        .iter()
+        .zip(rb)
         .map(|(&x, &y)| i32::from(x) * i32::from(y))
-        .sum()
+        .sum();
+    acc.iter().sum::<i32>() + tail
 }
 
 #[cfg(test)]
@@ -189,6 +221,17 @@ mod tests {
         for c in chunks(&chat("", &[&text])) {
             assert!(c.chars().all(|ch| ch == 'é'));
         }
+    }
+
+    #[test]
+    fn dot_product_matches_the_naive_sum() {
+        let a: Vec<i8> = (0..389).map(|i| ((i * 37) % 255 - 127) as i8).collect();
+        let b: Vec<i8> = (0..389).map(|i| ((i * 91) % 255 - 127) as i8).collect();
+        let naive: i32 = a.iter().zip(&b).map(|(&x, &y)| x as i32 * y as i32).sum();
+        assert_eq!(dot_i8(&a, &b), naive);
+        assert_eq!(dot_i8_portable(&a, &b), naive);
+        let extreme = vec![127i8; 384];
+        assert_eq!(dot_i8(&extreme, &extreme), 127 * 127 * 384);
     }
 
     #[test]
