@@ -18,6 +18,7 @@ pub mod fsutil;
 pub mod history;
 pub mod llm;
 pub mod models;
+pub mod profile;
 pub mod prompts;
 pub mod status;
 

@@ -7,7 +7,29 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 
 /// (name, template source) for every prompt file.
-const TEMPLATES: &[(&str, &str)] = &[("ask_system", include_str!("../prompts/ask_system.md"))];
+const TEMPLATES: &[(&str, &str)] = &[
+    ("ask_system", include_str!("../prompts/ask_system.md")),
+    (
+        "profile_expand_cot",
+        include_str!("../prompts/profile_expand_cot.md"),
+    ),
+    (
+        "profile_expand_pseudo",
+        include_str!("../prompts/profile_expand_pseudo.md"),
+    ),
+    (
+        "profile_select",
+        include_str!("../prompts/profile_select.md"),
+    ),
+    (
+        "profile_query_aware",
+        include_str!("../prompts/profile_query_aware.md"),
+    ),
+    (
+        "profile_general",
+        include_str!("../prompts/profile_general.md"),
+    ),
+];
 
 /// Renders prompt `name` with `context`.
 pub fn render<S: Serialize>(name: &str, context: S) -> Result<String> {

@@ -6,6 +6,7 @@ mod bench;
 mod embed;
 mod history;
 mod models;
+mod profile;
 mod progress;
 
 use std::path::PathBuf;
@@ -47,6 +48,8 @@ enum Command {
     /// Search, show, count, embed, reindex and forget imported history.
     #[command(subcommand)]
     History(history::HistoryCommand),
+    /// Build the query-aware profile of what this user needs for a question, from history.
+    Profile(profile::ProfileArgs),
     /// Embed texts and print their pairwise cosine similarities.
     Embed(embed::EmbedArgs),
     /// List, fetch, verify and register models.
@@ -107,6 +110,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Embed(args) => embed::run(&ctx, args),
         Command::Import(args) => history::run_import(&ctx, args),
         Command::History(cmd) => history::run(&ctx, cmd),
+        Command::Profile(args) => profile::run(&ctx, args),
         Command::Models(cmd) => models::run(&ctx, cmd),
         Command::Bench(cmd) => bench::run(&ctx, cmd),
         Command::Status => {

@@ -179,6 +179,12 @@ impl History {
         &self.store
     }
 
+    /// Write access to the store for the profile cache (profiles live beside the sessions
+    /// they cite, so forgetting can drop them).
+    pub fn store_mut_for_profiles(&mut self) -> &mut Store {
+        &mut self.store
+    }
+
     pub(crate) fn store_mut(&mut self) -> &mut Store {
         self.vectors = None;
         &mut self.store

@@ -29,7 +29,8 @@ pub enum StoreError {
 pub type StoreResult<T> = Result<T, StoreError>;
 
 /// The numbered schema migrations; `user_version` records how many have run.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE sessions (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,
     source        TEXT NOT NULL,
@@ -82,7 +83,34 @@ CREATE TABLE meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
-"#];
+"#,
+    r#"
+-- Cached profiles (query-aware and general) and the sessions each one cites. A profile is
+-- dropped as soon as a session it cites is forgotten, so no summary outlives its evidence.
+CREATE TABLE profiles (
+    key        TEXT PRIMARY KEY,
+    kind       TEXT NOT NULL,       -- query | general
+    query      TEXT,
+    model      TEXT NOT NULL,
+    body       TEXT NOT NULL,       -- JSON
+    watermark  INTEGER,             -- general: the highest session id it has seen
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE profile_citations (
+    profile_key TEXT NOT NULL,
+    session_id  INTEGER NOT NULL,
+    PRIMARY KEY (profile_key, session_id)
+) WITHOUT ROWID;
+CREATE INDEX profile_citations_by_session ON profile_citations(session_id);
+CREATE TRIGGER forgetting_a_session_drops_the_profiles_citing_it
+AFTER DELETE ON sessions BEGIN
+    DELETE FROM profiles WHERE key IN
+        (SELECT profile_key FROM profile_citations WHERE session_id = OLD.id);
+    DELETE FROM profile_citations WHERE profile_key IN
+        (SELECT profile_key FROM profile_citations WHERE session_id = OLD.id);
+END;
+"#,
+];
 
 /// A session as stored, with its id.
 #[derive(Debug, Clone, Serialize)]
@@ -517,8 +545,10 @@ impl Store {
         .map_err(|e| sqlite(&path, e))?;
         match selector {
             ForgetSelector::All => {
-                tx.execute("DELETE FROM signals", [])
-                    .map_err(|e| sqlite(&path, e))?;
+                tx.execute_batch(
+                    "DELETE FROM signals; DELETE FROM profiles; DELETE FROM profile_citations;",
+                )
+                .map_err(|e| sqlite(&path, e))?;
             }
             ForgetSelector::Source {
                 source,
@@ -544,6 +574,11 @@ impl Store {
                 .map_err(|e| sqlite(&path, e))?;
             }
             ForgetSelector::Session(_) => {}
+        }
+        if !matches!(selector, ForgetSelector::Session(_)) {
+            // General profiles also read the signals, which this may have removed.
+            tx.execute("DELETE FROM profiles WHERE kind = 'general'", [])
+                .map_err(|e| sqlite(&path, e))?;
         }
         tx.commit().map_err(|e| sqlite(&path, e))?;
         Ok(ids)
@@ -668,6 +703,124 @@ impl Store {
             )
             .map(|_| ())
             .map_err(|e| self.err(e))
+    }
+}
+
+/// A cached profile.
+#[derive(Debug, Clone)]
+pub struct CachedProfile {
+    pub body: String,
+    pub watermark: Option<i64>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl Store {
+    /// A cached profile by key.
+    pub fn profile(&self, key: &str) -> StoreResult<Option<CachedProfile>> {
+        self.conn
+            .query_row(
+                "SELECT body, watermark, created_at FROM profiles WHERE key = ?1",
+                [key],
+                |r| {
+                    Ok(CachedProfile {
+                        body: r.get(0)?,
+                        watermark: r.get(1)?,
+                        created_at: from_micros(Some(r.get(2)?)).unwrap_or_default(),
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// Stores a profile with the sessions it cites (replacing an older one under `key`). A
+    /// cited session that no longer exists makes the profile stale at once: it is not stored.
+    #[allow(clippy::too_many_arguments)]
+    pub fn put_profile(
+        &mut self,
+        key: &str,
+        kind: &str,
+        query: Option<&str>,
+        model: &str,
+        body: &str,
+        watermark: Option<i64>,
+        cited: &[i64],
+    ) -> StoreResult<bool> {
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(|e| sqlite(&path, e))?;
+        tx.execute("DELETE FROM profiles WHERE key = ?1", [key])
+            .map_err(|e| sqlite(&path, e))?;
+        tx.execute(
+            "DELETE FROM profile_citations WHERE profile_key = ?1",
+            [key],
+        )
+        .map_err(|e| sqlite(&path, e))?;
+        for id in cited {
+            let exists: bool = tx
+                .query_row(
+                    "SELECT EXISTS(SELECT 1 FROM sessions WHERE id = ?1)",
+                    [id],
+                    |r| r.get(0),
+                )
+                .map_err(|e| sqlite(&path, e))?;
+            if !exists {
+                tx.commit().map_err(|e| sqlite(&path, e))?;
+                return Ok(false);
+            }
+        }
+        tx.execute(
+            "INSERT INTO profiles (key, kind, query, model, body, watermark, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                key,
+                kind,
+                query,
+                model,
+                body,
+                watermark,
+                Utc::now().timestamp_micros()
+            ],
+        )
+        .map_err(|e| sqlite(&path, e))?;
+        for id in cited {
+            tx.execute(
+                "INSERT OR IGNORE INTO profile_citations (profile_key, session_id) VALUES (?1, ?2)",
+                params![key, id],
+            )
+            .map_err(|e| sqlite(&path, e))?;
+        }
+        tx.commit().map_err(|e| sqlite(&path, e))?;
+        Ok(true)
+    }
+
+    /// The highest session id (0 when empty).
+    pub fn max_session_id(&self) -> StoreResult<i64> {
+        self.conn
+            .query_row("SELECT COALESCE(MAX(id), 0) FROM sessions", [], |r| {
+                r.get(0)
+            })
+            .map_err(|e| self.err(e))
+    }
+
+    /// Up to `limit` session ids above `after`, spread evenly over that range (for digests of
+    /// a large history).
+    pub fn spread_ids(&self, after: i64, limit: usize) -> StoreResult<Vec<i64>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id FROM sessions WHERE id > ?1 ORDER BY id")
+            .map_err(|e| self.err(e))?;
+        let all: Vec<i64> = stmt
+            .query_map([after], |r| r.get(0))
+            .map_err(|e| self.err(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.err(e))?;
+        if all.len() <= limit {
+            return Ok(all);
+        }
+        let step = all.len() as f64 / limit as f64;
+        Ok((0..limit)
+            .map(|i| all[(i as f64 * step) as usize])
+            .collect())
     }
 }
 

@@ -1,0 +1,153 @@
+//! The general profile (BESPOKE Table 21): the user's stable interests and presentation
+//! preferences over the whole history. A laptop model cannot read a whole history at once, so
+//! it reads an even spread of sessions plus the profile signals (custom instructions,
+//! memories), and later imports are folded in incrementally from a watermark: the profile
+//! remembers the highest session id it has seen.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::query_profile::constrain_session_numbers;
+use super::ProfileError;
+use crate::history::History;
+use crate::llm::{GenerationOptions, Llm, Message, OutputFormat, Request, Usage};
+
+/// Sessions read per pass (about 1,300 tokens of one-line summaries), so prompt and answer fit
+/// a 4,096-token context.
+pub const SESSIONS_PER_PASS: usize = 50;
+/// Enough for the longest profile the grammar allows even at one token per character.
+const MAX_TOKENS: u32 = 2100;
+
+/// One interest of the user.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Interest {
+    pub name: String,
+    pub subtopics: Vec<String>,
+    /// Organization, depth, tone and explanation style inferred from behaviour.
+    pub presentation: String,
+    pub takeaway: String,
+    pub sessions: Vec<i64>,
+}
+
+/// The general profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GeneralProfile {
+    pub interests: Vec<Interest>,
+    /// The highest session id the profile has read.
+    pub watermark: i64,
+}
+
+impl GeneralProfile {
+    pub fn cited(&self) -> Vec<i64> {
+        let mut ids: Vec<i64> = self
+            .interests
+            .iter()
+            .flat_map(|i| i.sessions.iter().copied())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct InterestDraft {
+    #[schemars(length(max = 40))]
+    name: String,
+    #[schemars(length(max = 3), inner(length(max = 30)))]
+    subtopics: Vec<String>,
+    #[schemars(length(max = 120))]
+    presentation: String,
+    #[schemars(length(max = 120))]
+    takeaway: String,
+    #[schemars(length(max = 4))]
+    sessions: Vec<u32>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct GeneralDraft {
+    #[schemars(length(max = 5))]
+    interests: Vec<InterestDraft>,
+}
+
+/// Builds the profile from scratch (`previous = None`) or folds in the sessions imported since
+/// `previous` was made. Returns `None` when there is nothing new to read.
+pub fn build(
+    llm: &dyn Llm,
+    history: &History,
+    previous: Option<&GeneralProfile>,
+) -> Result<Option<(GeneralProfile, Usage)>, ProfileError> {
+    let store = history.store();
+    let after = previous.map(|p| p.watermark).unwrap_or(0);
+    let max_id = store
+        .max_session_id()
+        .map_err(crate::history::HistoryError::from)?;
+    if max_id <= after {
+        return Ok(None);
+    }
+    let ids = store
+        .spread_ids(after, SESSIONS_PER_PASS)
+        .map_err(crate::history::HistoryError::from)?;
+    let shown = history.get_many(&ids)?;
+    let notes: Vec<String> = if previous.is_none() {
+        history
+            .signals()?
+            .into_iter()
+            .map(|s| {
+                let t: String = s.signal.text.chars().take(400).collect();
+                t.split_whitespace().collect::<Vec<_>>().join(" ")
+            })
+            .take(5)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let sessions: Vec<serde_json::Value> = shown
+        .iter()
+        .enumerate()
+        .map(|(i, s)| serde_json::json!({"number": i + 1, "text": super::select::session_line(s, 100)}))
+        .collect();
+    let previous_text = previous
+        .map(|p| serde_json::to_string(&p.interests).unwrap_or_default())
+        .unwrap_or_default();
+    let prompt = crate::prompts::render(
+        "profile_general",
+        minijinja::context! { sessions, notes, previous => previous_text },
+    )?;
+    let mut schema = crate::llm::schema_of::<GeneralDraft>();
+    constrain_session_numbers(&mut schema, shown.len());
+    let request = Request {
+        messages: vec![Message::user(prompt)],
+        options: GenerationOptions {
+            max_tokens: MAX_TOKENS,
+            temperature: 0.0,
+            ..GenerationOptions::default()
+        },
+        format: OutputFormat::JsonSchema(schema),
+    };
+    let completion = llm.complete_text(&request)?;
+    let draft: GeneralDraft = crate::llm::parse_json(&completion.text)?;
+    let interests = draft
+        .interests
+        .into_iter()
+        .map(|d| Interest {
+            name: d.name.trim().to_string(),
+            subtopics: d.subtopics,
+            presentation: d.presentation,
+            takeaway: d.takeaway,
+            sessions: d
+                .sessions
+                .iter()
+                .filter_map(|&n| (n as usize).checked_sub(1).and_then(|i| shown.get(i)))
+                .map(|s| s.id)
+                .collect(),
+        })
+        .collect();
+    Ok(Some((
+        GeneralProfile {
+            interests,
+            watermark: max_id,
+        },
+        completion.usage,
+    )))
+}

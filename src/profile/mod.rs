@@ -1,0 +1,249 @@
+//! Query-aware user profiles from history (BESPOKE): expand the query, retrieve candidate
+//! sessions, keep the ones whose signals would change the answer, and turn them into a profile
+//! with one part per personalisation criterion, every statement citing its sessions.
+//!
+//! Profiles are cached in the history database next to the sessions they cite; forgetting a
+//! cited session drops the cached profile with it (a trigger), so no summary outlives its
+//! evidence.
+
+pub mod expand;
+pub mod general;
+pub mod query_profile;
+pub mod retrieve;
+pub mod select;
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub use expand::{expand, Expanded, Expansion};
+pub use general::GeneralProfile;
+pub use query_profile::{Domain, DomainFit, Need, QueryProfile, Statement};
+pub use retrieve::{retrieve, Candidate, ExpansionMode};
+pub use select::{select, Kept, Selected, Selection};
+
+use crate::embed::Embedder;
+use crate::history::{Filter, History, HistoryError};
+use crate::llm::{Llm, Usage};
+
+/// Errors from profile building.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error(transparent)]
+    History(#[from] HistoryError),
+    #[error(transparent)]
+    Llm(#[from] crate::llm::LlmError),
+    #[error(transparent)]
+    Engine(#[from] crate::Error),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// How to build a query-aware profile.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProfileOptions {
+    pub expansion: ExpansionMode,
+    /// Candidates retrieved and judged (the cap on selection cost).
+    pub candidates: usize,
+    pub selection: Selection,
+    /// Reuse a cached profile for the same query and settings.
+    pub use_cache: bool,
+}
+
+impl Default for ProfileOptions {
+    fn default() -> Self {
+        Self {
+            expansion: ExpansionMode::Cot,
+            candidates: 16,
+            selection: Selection::default(),
+            use_cache: true,
+        }
+    }
+}
+
+/// A profile with everything that led to it, and what it cost.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProfileRun {
+    pub profile: QueryProfile,
+    pub model: String,
+    pub options: ProfileOptions,
+    pub expansions: Vec<Expanded>,
+    pub candidates: Vec<Candidate>,
+    pub selected: Selected,
+    pub generation_usage: Usage,
+    pub generation_seconds: f64,
+    /// All LLM calls together.
+    pub usage: Usage,
+    pub seconds: f64,
+    /// Whether this came from the cache (the costs are those of the original run).
+    pub from_cache: bool,
+}
+
+fn cache_key(model: &str, query: &str, options: &ProfileOptions) -> String {
+    let normalized = query
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase();
+    let mut h = Sha256::new();
+    h.update(model);
+    h.update([0]);
+    h.update(
+        serde_json::to_string(&(options.expansion, options.candidates, options.selection))
+            .unwrap_or_default(),
+    );
+    h.update([0]);
+    h.update(normalized);
+    format!("query:{}", hex::encode(&h.finalize()[..16]))
+}
+
+/// The cached profile for `query` under these options, if there is one.
+pub fn cached_query_profile(
+    history: &History,
+    model: &str,
+    query: &str,
+    options: &ProfileOptions,
+) -> Result<Option<ProfileRun>, ProfileError> {
+    let key = cache_key(model, query, options);
+    Ok(history
+        .store()
+        .profile(&key)
+        .map_err(HistoryError::from)?
+        .and_then(|c| serde_json::from_str::<ProfileRun>(&c.body).ok())
+        .map(|mut run| {
+            run.from_cache = true;
+            run
+        }))
+}
+
+/// Builds (or fetches from the cache) the query-aware profile for `query`.
+pub fn query_profile(
+    llm: &dyn Llm,
+    history: &mut History,
+    embedder: Option<(&dyn Embedder, &str)>,
+    query: &str,
+    options: &ProfileOptions,
+) -> Result<ProfileRun, ProfileError> {
+    let key = cache_key(llm.model_name(), query, options);
+    if options.use_cache {
+        if let Some(run) = cached_query_profile(history, llm.model_name(), query, options)? {
+            return Ok(run);
+        }
+    }
+    let started = Instant::now();
+    let mut usage = Usage::default();
+    let mut expansions = Vec::new();
+    for e in options.expansion.expansions() {
+        let expanded = expand(llm, query, *e)?;
+        usage += expanded.usage;
+        expansions.push(expanded);
+    }
+    let candidates = retrieve(
+        history,
+        embedder,
+        &expansions,
+        options.expansion,
+        &Filter::default(),
+        options.candidates,
+    )?;
+    let ids: Vec<i64> = candidates.iter().map(|c| c.id).collect();
+    let loaded = history.get_many(&ids)?;
+    let selected = select(
+        Some(llm),
+        history,
+        embedder,
+        query,
+        &loaded,
+        options.selection,
+    )?;
+    usage += selected.usage;
+    let shown: Vec<_> = selected
+        .kept
+        .iter()
+        .filter_map(|k| loaded.iter().find(|s| s.id == k.id).cloned())
+        .collect();
+    let (profile, generation_usage, generation_seconds) =
+        query_profile::generate(llm, query, &shown)?;
+    usage += generation_usage;
+    let run = ProfileRun {
+        profile,
+        model: llm.model_name().to_string(),
+        options: *options,
+        expansions,
+        candidates,
+        selected,
+        generation_usage,
+        generation_seconds,
+        usage,
+        seconds: started.elapsed().as_secs_f64(),
+        from_cache: false,
+    };
+    let body = serde_json::to_string(&run).map_err(|e| ProfileError::Invalid(e.to_string()))?;
+    let mut cited = run.profile.cited();
+    cited.extend(run.selected.kept.iter().map(|k| k.id));
+    cited.sort_unstable();
+    cited.dedup();
+    history
+        .store_mut_for_profiles()
+        .put_profile(&key, "query", Some(query), &run.model, &body, None, &cited)
+        .map_err(HistoryError::from)?;
+    Ok(run)
+}
+
+/// The general profile: cached, refreshed with the sessions imported since it was made.
+pub fn general_profile(
+    llm: &dyn Llm,
+    history: &mut History,
+    refresh: bool,
+) -> Result<(GeneralProfile, Usage), ProfileError> {
+    let key = format!("general:{}", llm.model_name());
+    let previous: Option<GeneralProfile> = history
+        .store()
+        .profile(&key)
+        .map_err(HistoryError::from)?
+        .and_then(|c| serde_json::from_str(&c.body).ok());
+    if !refresh {
+        if let Some(p) = previous.clone() {
+            return Ok((p, Usage::default()));
+        }
+    }
+    let Some((mut profile, usage)) = general::build(llm, history, previous.as_ref())? else {
+        return match previous {
+            Some(p) => Ok((p, Usage::default())),
+            None => Err(ProfileError::Invalid(
+                "there is no history to build a profile from; import some first".into(),
+            )),
+        };
+    };
+    // Interests that carry over keep the evidence they had.
+    if let Some(prev) = &previous {
+        for interest in &mut profile.interests {
+            if let Some(old) = prev
+                .interests
+                .iter()
+                .find(|o| o.name.eq_ignore_ascii_case(&interest.name))
+            {
+                for id in &old.sessions {
+                    if !interest.sessions.contains(id) {
+                        interest.sessions.push(*id);
+                    }
+                }
+            }
+        }
+    }
+    let body = serde_json::to_string(&profile).map_err(|e| ProfileError::Invalid(e.to_string()))?;
+    history
+        .store_mut_for_profiles()
+        .put_profile(
+            &key,
+            "general",
+            None,
+            llm.model_name(),
+            &body,
+            Some(profile.watermark),
+            &profile.cited(),
+        )
+        .map_err(HistoryError::from)?;
+    Ok((profile, usage))
+}

@@ -1,0 +1,95 @@
+//! Candidate retrieval: hybrid history search with each expansion, and their fusion.
+
+use serde::{Deserialize, Serialize};
+
+use super::expand::{Expanded, Expansion};
+use super::ProfileError;
+use crate::embed::Embedder;
+use crate::history::search::reciprocal_rank_fusion;
+use crate::history::{Filter, History, SearchMode};
+
+/// Which expansion(s) drive retrieval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExpansionMode {
+    Raw,
+    Cot,
+    Pseudo,
+    /// Reciprocal rank fusion of the raw, CoT and pseudo-history result lists.
+    Fused,
+}
+
+impl ExpansionMode {
+    pub const ALL: [ExpansionMode; 4] = [
+        ExpansionMode::Raw,
+        ExpansionMode::Cot,
+        ExpansionMode::Pseudo,
+        ExpansionMode::Fused,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExpansionMode::Raw => "raw",
+            ExpansionMode::Cot => "cot",
+            ExpansionMode::Pseudo => "pseudo",
+            ExpansionMode::Fused => "fused",
+        }
+    }
+
+    /// The expansions this mode needs.
+    pub fn expansions(self) -> &'static [Expansion] {
+        match self {
+            ExpansionMode::Raw => &[Expansion::Raw],
+            ExpansionMode::Cot => &[Expansion::Cot],
+            ExpansionMode::Pseudo => &[Expansion::Pseudo],
+            ExpansionMode::Fused => &Expansion::ALL,
+        }
+    }
+}
+
+impl std::str::FromStr for ExpansionMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        ExpansionMode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| format!("unknown expansion {s:?} (expected raw, cot, pseudo or fused)"))
+    }
+}
+
+/// A retrieved history session.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    pub id: i64,
+    /// Fused reciprocal-rank score (higher is better).
+    pub score: f32,
+}
+
+/// The top `n` sessions for `mode`, using the already computed `expanded` texts (each
+/// expansion the mode needs must be among them). Each text is searched with hybrid search; in
+/// fused mode the lists are fused by reciprocal rank.
+pub fn retrieve(
+    history: &mut History,
+    embedder: Option<(&dyn Embedder, &str)>,
+    expanded: &[Expanded],
+    mode: ExpansionMode,
+    filter: &Filter,
+    n: usize,
+) -> Result<Vec<Candidate>, ProfileError> {
+    let mut lists: Vec<Vec<i64>> = Vec::new();
+    for want in mode.expansions() {
+        let Some(e) = expanded.iter().find(|e| e.expansion == *want) else {
+            return Err(ProfileError::Invalid(format!(
+                "the {} expansion was not computed",
+                want.as_str()
+            )));
+        };
+        let hits = history.search(&e.text, filter, n, SearchMode::Hybrid, embedder)?;
+        lists.push(hits.into_iter().map(|h| h.id).collect());
+    }
+    let refs: Vec<&[i64]> = lists.iter().map(Vec::as_slice).collect();
+    Ok(reciprocal_rank_fusion(&refs, n)
+        .into_iter()
+        .map(|(id, score)| Candidate { id, score })
+        .collect())
+}

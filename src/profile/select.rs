@@ -1,0 +1,213 @@
+//! Selection: which retrieved sessions carry signals that would change the answer to this
+//! query (BESPOKE Table 22). The LLM judges candidates in small batches with grammar-constrained
+//! output whose session numbers can only name sessions of that batch; a cheaper mode keeps the
+//! candidates whose embedding is close enough to the query.
+
+use serde::{Deserialize, Serialize};
+
+use super::ProfileError;
+use crate::embed::Embedder;
+use crate::history::{Filter, History, Kind, SearchMode, StoredSession};
+use crate::llm::{GenerationOptions, Llm, Message, OutputFormat, Request, Usage};
+
+/// How candidates are judged.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+pub enum Selection {
+    /// LLM relevance judgments, `batch` sessions per call.
+    Llm { batch: usize },
+    /// Keep candidates whose best chunk has cosine similarity ≥ `min_similarity` with the query.
+    Embedding { min_similarity: f32 },
+}
+
+impl Default for Selection {
+    fn default() -> Self {
+        Selection::Llm { batch: 8 }
+    }
+}
+
+/// A kept session and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Kept {
+    pub id: i64,
+    /// The signal it carries, in a few words.
+    pub signal: String,
+    /// Indirectly related, but a decision-changing constraint.
+    pub adjacent: bool,
+}
+
+/// The selection's result and cost.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Selected {
+    pub kept: Vec<Kept>,
+    pub judged: usize,
+    pub usage: Usage,
+    pub seconds: f64,
+}
+
+/// How a session is shown to the model: one line, its kind said plainly.
+pub fn session_line(s: &StoredSession, max_chars: usize) -> String {
+    let session = &s.session;
+    let mut text = match session.kind {
+        Kind::Search => format!("Searched: {}", session.title),
+        Kind::Visit => format!("Visited page: {}", session.title),
+        Kind::Chat => {
+            let mut t = format!("Chat \"{}\":", session.title);
+            for turn in session.turns.iter().take(4) {
+                t.push_str(&format!(" [{}] {}", turn.role.as_str(), turn.text));
+            }
+            t
+        }
+    };
+    text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.chars().count() > max_chars {
+        text = text.chars().take(max_chars).collect::<String>() + "…";
+    }
+    text
+}
+
+#[derive(Deserialize)]
+struct Judgement {
+    keep: Vec<KeptDraft>,
+}
+
+#[derive(Deserialize)]
+struct KeptDraft {
+    session: u32,
+    signal: String,
+    adjacent: bool,
+}
+
+/// The output schema for a batch of `n` sessions: only numbers 1..=n can be named.
+fn judgement_schema(n: usize) -> serde_json::Value {
+    let numbers: Vec<u32> = (1..=n as u32).collect();
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "keep": {
+                "type": "array",
+                "maxItems": n,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "session": {"type": "integer", "enum": numbers},
+                        "signal": {"type": "string", "maxLength": 80},
+                        "adjacent": {"type": "boolean"}
+                    },
+                    "required": ["session", "signal", "adjacent"],
+                    "additionalProperties": false
+                }
+            }
+        },
+        "required": ["keep"],
+        "additionalProperties": false
+    })
+}
+
+/// Judges `candidates` (already loaded, in retrieval order) for `query`.
+pub fn select(
+    llm: Option<&dyn Llm>,
+    history: &mut History,
+    embedder: Option<(&dyn Embedder, &str)>,
+    query: &str,
+    candidates: &[StoredSession],
+    selection: Selection,
+) -> Result<Selected, ProfileError> {
+    let started = std::time::Instant::now();
+    let mut out = Selected {
+        judged: candidates.len(),
+        ..Selected::default()
+    };
+    match selection {
+        Selection::Embedding { min_similarity } => {
+            let Some(embedder) = embedder else {
+                return Err(ProfileError::Invalid(
+                    "embedding-only selection needs the embedding model".into(),
+                ));
+            };
+            // Cosine similarity of each candidate's best chunk, from the vector index.
+            let scored = history.search(
+                query,
+                &Filter::default(),
+                candidates.len().max(1) * 50,
+                SearchMode::Vector,
+                Some(embedder),
+            )?;
+            for c in candidates {
+                if let Some(hit) = scored.iter().find(|h| h.id == c.id) {
+                    if hit.score >= min_similarity {
+                        out.kept.push(Kept {
+                            id: c.id,
+                            signal: format!("similarity {:.2}", hit.score),
+                            adjacent: false,
+                        });
+                    }
+                }
+            }
+        }
+        Selection::Llm { batch } => {
+            let Some(llm) = llm else {
+                return Err(ProfileError::Invalid(
+                    "LLM selection needs a chat model".into(),
+                ));
+            };
+            for chunk in candidates.chunks(batch.max(1)) {
+                let sessions: Vec<serde_json::Value> = chunk
+                    .iter()
+                    .enumerate()
+                    .map(
+                        |(i, s)| serde_json::json!({"number": i + 1, "text": session_line(s, 300)}),
+                    )
+                    .collect();
+                let prompt = crate::prompts::render(
+                    "profile_select",
+                    minijinja::context! { query, sessions },
+                )?;
+                let request = Request {
+                    messages: vec![Message::user(prompt)],
+                    options: GenerationOptions {
+                        max_tokens: 64 * chunk.len() as u32 + 32,
+                        temperature: 0.0,
+                        ..GenerationOptions::default()
+                    },
+                    format: OutputFormat::JsonSchema(judgement_schema(chunk.len())),
+                };
+                let completion = llm.complete_text(&request)?;
+                out.usage += completion.usage;
+                let judgement: Judgement = crate::llm::parse_json(&completion.text)?;
+                for k in judgement.keep {
+                    // The grammar only allows 1..=n; the check keeps that true for any backend.
+                    let Some(s) = (k.session as usize)
+                        .checked_sub(1)
+                        .and_then(|i| chunk.get(i))
+                    else {
+                        continue;
+                    };
+                    if out.kept.iter().any(|kept| kept.id == s.id) {
+                        continue;
+                    }
+                    out.kept.push(Kept {
+                        id: s.id,
+                        signal: k.signal.trim().to_string(),
+                        adjacent: k.adjacent,
+                    });
+                }
+            }
+        }
+    }
+    out.seconds = started.elapsed().as_secs_f64();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_only_names_sessions_of_the_batch() {
+        let schema = judgement_schema(3);
+        let allowed = &schema["properties"]["keep"]["items"]["properties"]["session"]["enum"];
+        assert_eq!(allowed, &serde_json::json!([1, 2, 3]));
+        assert_eq!(schema["properties"]["keep"]["maxItems"], 3);
+    }
+}
