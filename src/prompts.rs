@@ -56,5 +56,20 @@ mod tests {
         assert!(text.contains("JSON"), "{text}");
         let text = super::render("ask_system", minijinja::context! { json => false }).unwrap();
         assert!(!text.contains("JSON"), "{text}");
+        let sessions = vec![minijinja::context! { number => 1, text => "Searched: tent" }];
+        for (name, _) in super::TEMPLATES {
+            let text = super::render(
+                name,
+                minijinja::context! {
+                    json => false, query => "best tent?", sessions => sessions.clone(),
+                    notes => Vec::<String>::new(), previous => "",
+                },
+            )
+            .unwrap();
+            assert!(!text.is_empty(), "{name}");
+            if name.starts_with("profile_") {
+                assert!(text.contains("best tent?") || text.contains("Searched: tent"), "{name}");
+            }
+        }
     }
 }
