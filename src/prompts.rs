@@ -68,7 +68,10 @@ mod tests {
             .unwrap();
             assert!(!text.is_empty(), "{name}");
             if name.starts_with("profile_") {
-                assert!(text.contains("best tent?") || text.contains("Searched: tent"), "{name}");
+                assert!(
+                    text.contains("best tent?") || text.contains("Searched: tent"),
+                    "{name}"
+                );
             }
         }
     }

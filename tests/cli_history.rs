@@ -141,3 +141,25 @@ fn importing_nothing_usable_exits_non_zero_with_the_reason() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stdout).contains("nope.zip"));
 }
+
+#[test]
+fn a_closed_pipe_ends_output_quietly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let out = rudder(&data, &["--json", "history", "stats"]);
+    assert!(out.status.success());
+    // The reader goes away before anything is written, as with `| head -0`.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rudder"))
+        .args(["--json", "history", "stats"])
+        .env("RUDDER_DATA_DIR", &data)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_ne!(out.status.code(), Some(101), "{stderr}");
+}

@@ -152,7 +152,7 @@ fn general_profile_is_built_once_and_refreshed_only_with_new_sessions() {
     assert_eq!(same, profile);
 }
 
-/// A model that answers selection prompts with session numbers outside the batch, as a backend
+/// A model that answers a selection prompt with more decisions than sessions, as a backend
 /// without grammar support might.
 struct OutOfRange {
     calls: Mutex<u32>,
@@ -171,10 +171,11 @@ impl Llm for OutOfRange {
     ) -> Result<Completion, LlmError> {
         *self.calls.lock().unwrap() += 1;
         Ok(Completion {
-            text: r#"{"keep":[{"session":0,"signal":"x","adjacent":false},
-                              {"session":99,"signal":"y","adjacent":true},
-                              {"session":2,"signal":"runs","adjacent":false},
-                              {"session":2,"signal":"again","adjacent":false}]}"#
+            text: r#"{"decisions":[{"keep":false,"signal":"","adjacent":false},
+                                   {"keep":true,"signal":"runs","adjacent":false},
+                                   {"keep":false,"signal":"","adjacent":false},
+                                   {"keep":true,"signal":"no such session","adjacent":true},
+                                   {"keep":true,"signal":"nor this","adjacent":true}]}"#
                 .into(),
             usage: Usage {
                 calls: 1,

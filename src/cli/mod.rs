@@ -71,6 +71,7 @@ pub struct Ctx {
 }
 
 pub fn main() -> ExitCode {
+    restore_default_sigpipe();
     let cli = Cli::parse();
     init_logging(cli.verbose);
     match run(cli) {
@@ -79,6 +80,16 @@ pub fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Rust ignores SIGPIPE, so `rudder history search … | head` would panic on the closed pipe.
+/// Command-line tools conventionally just stop: restore the default action.
+fn restore_default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

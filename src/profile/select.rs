@@ -68,38 +68,40 @@ pub fn session_line(s: &StoredSession, max_chars: usize) -> String {
 
 #[derive(Deserialize)]
 struct Judgement {
-    keep: Vec<KeptDraft>,
+    decisions: Vec<Decision>,
 }
 
 #[derive(Deserialize)]
-struct KeptDraft {
-    session: u32,
+struct Decision {
+    keep: bool,
     signal: String,
     adjacent: bool,
 }
 
-/// The output schema for a batch of `n` sessions: only numbers 1..=n can be named.
+/// The output schema for a batch of `n` sessions: exactly one decision per session, in the
+/// order they were listed. Asking for a verdict on every session (as BESPOKE judges each one)
+/// keeps a small model from answering with an empty list by default.
 fn judgement_schema(n: usize) -> serde_json::Value {
-    let numbers: Vec<u32> = (1..=n as u32).collect();
     serde_json::json!({
         "type": "object",
         "properties": {
-            "keep": {
+            "decisions": {
                 "type": "array",
+                "minItems": n,
                 "maxItems": n,
                 "items": {
                     "type": "object",
                     "properties": {
-                        "session": {"type": "integer", "enum": numbers},
-                        "signal": {"type": "string", "maxLength": 80},
+                        "keep": {"type": "boolean"},
+                        "signal": {"type": "string", "maxLength": 60},
                         "adjacent": {"type": "boolean"}
                     },
-                    "required": ["session", "signal", "adjacent"],
+                    "required": ["keep", "signal", "adjacent"],
                     "additionalProperties": false
                 }
             }
         },
-        "required": ["keep"],
+        "required": ["decisions"],
         "additionalProperties": false
     })
 }
@@ -166,7 +168,7 @@ pub fn select(
                 let request = Request {
                     messages: vec![Message::user(prompt)],
                     options: GenerationOptions {
-                        max_tokens: 64 * chunk.len() as u32 + 32,
+                        max_tokens: 40 * chunk.len() as u32 + 32,
                         temperature: 0.0,
                         ..GenerationOptions::default()
                     },
@@ -175,21 +177,16 @@ pub fn select(
                 let completion = llm.complete_text(&request)?;
                 out.usage += completion.usage;
                 let judgement: Judgement = crate::llm::parse_json(&completion.text)?;
-                for k in judgement.keep {
-                    // The grammar only allows 1..=n; the check keeps that true for any backend.
-                    let Some(s) = (k.session as usize)
-                        .checked_sub(1)
-                        .and_then(|i| chunk.get(i))
-                    else {
-                        continue;
-                    };
-                    if out.kept.iter().any(|kept| kept.id == s.id) {
+                // The grammar allows exactly one decision per listed session; zipping keeps
+                // that true for any backend: extra decisions name no session.
+                for (d, s) in judgement.decisions.iter().zip(chunk) {
+                    if !d.keep || out.kept.iter().any(|kept| kept.id == s.id) {
                         continue;
                     }
                     out.kept.push(Kept {
                         id: s.id,
-                        signal: k.signal.trim().to_string(),
-                        adjacent: k.adjacent,
+                        signal: d.signal.trim().to_string(),
+                        adjacent: d.adjacent,
                     });
                 }
             }
@@ -204,10 +201,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn schema_only_names_sessions_of_the_batch() {
+    fn schema_asks_for_one_decision_per_session() {
         let schema = judgement_schema(3);
-        let allowed = &schema["properties"]["keep"]["items"]["properties"]["session"]["enum"];
-        assert_eq!(allowed, &serde_json::json!([1, 2, 3]));
-        assert_eq!(schema["properties"]["keep"]["maxItems"], 3);
+        assert_eq!(schema["properties"]["decisions"]["minItems"], 3);
+        assert_eq!(schema["properties"]["decisions"]["maxItems"], 3);
     }
 }
