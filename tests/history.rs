@@ -255,6 +255,11 @@ fn search_filters_by_kind_source_and_time() {
             .map(|h| h.title)
             .collect()
     };
+    // Free text with colons (as an LLM writes) is not field syntax.
+    assert_eq!(
+        search(&mut history, "Note: the following feeds", Filter::default()),
+        vec!["sourdough starter feeding schedule"]
+    );
     // Stemming: "feeds" finds "feeding".
     assert_eq!(
         search(&mut history, "feeds", Filter::default()),

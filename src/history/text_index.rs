@@ -298,7 +298,10 @@ impl TextIndex {
         filter: &Filter,
         limit: usize,
     ) -> Result<Vec<(i64, f32)>, IndexError> {
-        let (text_query, _errors) = self.parser.parse_query_lenient(query);
+        // Queries are free text (often an LLM's expansion): a colon would make Tantivy read
+        // "word:" as a field name and fail, so field syntax is not offered.
+        let query = query.replace(':', " ");
+        let (text_query, _errors) = self.parser.parse_query_lenient(&query);
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text_query)];
         let f = self.fields;
         let any_of = |field: Field, values: Vec<&str>| -> Box<dyn Query> {
