@@ -14,6 +14,7 @@ pub mod bench;
 pub mod config;
 pub mod embed;
 pub mod error;
+pub mod eval;
 pub mod fsutil;
 pub mod history;
 pub mod llm;

@@ -4,6 +4,7 @@
 mod ask;
 mod bench;
 mod embed;
+mod eval;
 mod history;
 mod models;
 mod profile;
@@ -58,6 +59,9 @@ enum Command {
     /// Measure performance.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Evaluate retrieval and (later) reports.
+    #[command(subcommand)]
+    Eval(eval::EvalCommand),
     /// Show the configured models and whether they are installed.
     Status,
 }
@@ -124,6 +128,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Profile(args) => profile::run(&ctx, args),
         Command::Models(cmd) => models::run(&ctx, cmd),
         Command::Bench(cmd) => bench::run(&ctx, cmd),
+        Command::Eval(cmd) => eval::run(&ctx, cmd),
         Command::Status => {
             let status = rudder::status::engine_status(&ctx.paths)?;
             if ctx.json {
