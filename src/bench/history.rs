@@ -69,28 +69,6 @@ fn percentile(sorted_ms: &[f64], p: f64) -> f64 {
     sorted_ms[rank.min(sorted_ms.len() - 1)]
 }
 
-fn dir_bytes(dir: &Path) -> u64 {
-    walk(dir)
-        .iter()
-        .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
-        .sum()
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
 /// Runs the benchmark. Needs the embedder for the embedding and hybrid figures.
 pub fn bench_history(
     cfg: &HistoryBenchConfig,
@@ -120,7 +98,7 @@ pub fn bench_history(
     let summary = synth::write_export(&synth_cfg, &export_dir)?;
     let generate_seconds = t.elapsed().as_secs_f64();
     progress.end();
-    let export_bytes = dir_bytes(&export_dir);
+    let export_bytes = crate::fsutil::dir_size(&export_dir);
 
     let mut history = History::open(&history_dir).map_err(err)?;
     let t = Instant::now();

@@ -16,7 +16,7 @@ use rudder::history::{
 use rudder::models::{ModelState, ModelStore};
 
 use super::progress::CountProgress;
-use super::Ctx;
+use super::{one_line, Ctx};
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
@@ -350,16 +350,6 @@ fn search(ctx: &Ctx, args: SearchArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn one_line(s: &str, max: usize) -> String {
-    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        let cut: String = flat.chars().take(max - 1).collect();
-        format!("{cut}…")
-    }
 }
 
 fn show(ctx: &Ctx, id: i64) -> anyhow::Result<ExitCode> {

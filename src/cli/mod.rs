@@ -66,6 +66,16 @@ enum Command {
     Status,
 }
 
+/// `s` on one line, cut to at most `max` characters with an ellipsis.
+pub fn one_line(s: &str, max: usize) -> String {
+    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        flat.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
+    }
+}
+
 /// Shared context handed to every subcommand.
 pub struct Ctx {
     pub paths: Paths,

@@ -10,7 +10,7 @@ use rudder::history::History;
 use rudder::models::{ModelState, ModelStore};
 use rudder::profile::{ExpansionMode, ProfileOptions, Selection, Statement};
 
-use super::Ctx;
+use super::{one_line, Ctx};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum ExpansionArg {
@@ -205,14 +205,5 @@ fn section(name: &str, statements: &[Statement]) {
     println!("{name}:");
     for s in statements {
         println!("  - {} {}", s.text, cite(&s.sessions));
-    }
-}
-
-fn one_line(s: &str, max: usize) -> String {
-    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        flat.chars().take(max - 1).collect::<String>() + "…"
     }
 }

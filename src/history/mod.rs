@@ -486,7 +486,7 @@ impl History {
             indexed_sessions: self.text.num_docs(),
             database_bytes: file_size(&self.dir.join(DB_FILE))
                 + file_size(&self.dir.join(format!("{DB_FILE}-wal"))),
-            text_index_bytes: dir_size(&self.dir.join(TEXT_DIR)),
+            text_index_bytes: crate::fsutil::dir_size(&self.dir.join(TEXT_DIR)),
         })
     }
 
@@ -562,21 +562,4 @@ impl History {
 
 fn file_size(path: &Path) -> u64 {
     std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
-}
-
-fn dir_size(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| {
-                    let p = e.path();
-                    if p.is_dir() {
-                        dir_size(&p)
-                    } else {
-                        file_size(&p)
-                    }
-                })
-                .sum()
-        })
-        .unwrap_or(0)
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::query_profile::constrain_session_numbers;
 use super::ProfileError;
 use crate::history::History;
-use crate::llm::{GenerationOptions, Llm, Message, OutputFormat, Request, Usage};
+use crate::llm::{Llm, Usage};
 
 /// Sessions read per pass (about 1,300 tokens of one-line summaries), so prompt and answer fit
 /// a 4,096-token context.
@@ -102,11 +102,7 @@ pub fn build(
     } else {
         Vec::new()
     };
-    let sessions: Vec<serde_json::Value> = shown
-        .iter()
-        .enumerate()
-        .map(|(i, s)| serde_json::json!({"number": i + 1, "text": super::select::session_line(s, 100)}))
-        .collect();
+    let sessions = super::select::numbered(&shown, 100);
     let previous_text = previous
         .map(|p| serde_json::to_string(&p.interests).unwrap_or_default())
         .unwrap_or_default();
@@ -116,17 +112,8 @@ pub fn build(
     )?;
     let mut schema = crate::llm::schema_of::<GeneralDraft>();
     constrain_session_numbers(&mut schema, shown.len());
-    let request = Request {
-        messages: vec![Message::user(prompt)],
-        options: GenerationOptions {
-            max_tokens: MAX_TOKENS,
-            temperature: 0.0,
-            ..GenerationOptions::default()
-        },
-        format: OutputFormat::JsonSchema(schema),
-    };
-    let completion = llm.complete_text(&request)?;
-    let draft: GeneralDraft = crate::llm::parse_json(&completion.text)?;
+    let (draft, completion): (GeneralDraft, _) =
+        super::complete_constrained(llm, prompt, schema, MAX_TOKENS)?;
     let interests = draft
         .interests
         .into_iter()

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ProfileError;
 use crate::history::StoredSession;
-use crate::llm::{GenerationOptions, Llm, Message, OutputFormat, Request, Usage};
+use crate::llm::{Llm, Usage};
 
 /// Work or hobby: decides which history signals count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -202,30 +202,15 @@ pub fn generate(
     shown: &[StoredSession],
 ) -> Result<(QueryProfile, Usage, f64), ProfileError> {
     let started = std::time::Instant::now();
-    let sessions: Vec<serde_json::Value> = shown
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            serde_json::json!({"number": i + 1, "text": super::select::session_line(s, 300)})
-        })
-        .collect();
+    let sessions = super::select::numbered(shown, 300);
     let prompt = crate::prompts::render(
         "profile_query_aware",
         minijinja::context! { query, sessions },
     )?;
     let mut schema = crate::llm::schema_of::<ProfileDraft>();
     constrain_session_numbers(&mut schema, shown.len());
-    let request = Request {
-        messages: vec![Message::user(prompt)],
-        options: GenerationOptions {
-            max_tokens: MAX_TOKENS,
-            temperature: 0.0,
-            ..GenerationOptions::default()
-        },
-        format: OutputFormat::JsonSchema(schema),
-    };
-    let completion = llm.complete_text(&request)?;
-    let draft: ProfileDraft = crate::llm::parse_json(&completion.text)?;
+    let (draft, completion): (ProfileDraft, _) =
+        super::complete_constrained(llm, prompt, schema, MAX_TOKENS)?;
     let profile = QueryProfile {
         query: query.to_string(),
         domain: Domain {

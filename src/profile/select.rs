@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::ProfileError;
 use crate::embed::Embedder;
 use crate::history::{Filter, History, Kind, SearchMode, StoredSession};
-use crate::llm::{GenerationOptions, Llm, Message, OutputFormat, Request, Usage};
+use crate::llm::{Llm, Usage};
 
 /// How candidates are judged.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -64,6 +64,15 @@ pub fn session_line(s: &StoredSession, max_chars: usize) -> String {
         text = text.chars().take(max_chars).collect::<String>() + "…";
     }
     text
+}
+
+/// Sessions as the prompts list them: `[n] one line`, numbered from 1.
+pub(crate) fn numbered(sessions: &[StoredSession], max_chars: usize) -> Vec<serde_json::Value> {
+    sessions
+        .iter()
+        .enumerate()
+        .map(|(i, s)| serde_json::json!({"number": i + 1, "text": session_line(s, max_chars)}))
+        .collect()
 }
 
 #[derive(Deserialize)]
@@ -154,29 +163,18 @@ pub fn select(
                 ));
             };
             for chunk in candidates.chunks(batch.max(1)) {
-                let sessions: Vec<serde_json::Value> = chunk
-                    .iter()
-                    .enumerate()
-                    .map(
-                        |(i, s)| serde_json::json!({"number": i + 1, "text": session_line(s, 300)}),
-                    )
-                    .collect();
+                let sessions = numbered(chunk, 300);
                 let prompt = crate::prompts::render(
                     "profile_select",
                     minijinja::context! { query, sessions },
                 )?;
-                let request = Request {
-                    messages: vec![Message::user(prompt)],
-                    options: GenerationOptions {
-                        max_tokens: 40 * chunk.len() as u32 + 32,
-                        temperature: 0.0,
-                        ..GenerationOptions::default()
-                    },
-                    format: OutputFormat::JsonSchema(judgement_schema(chunk.len())),
-                };
-                let completion = llm.complete_text(&request)?;
+                let (judgement, completion): (Judgement, _) = super::complete_constrained(
+                    llm,
+                    prompt,
+                    judgement_schema(chunk.len()),
+                    40 * chunk.len() as u32 + 32,
+                )?;
                 out.usage += completion.usage;
-                let judgement: Judgement = crate::llm::parse_json(&completion.text)?;
                 // The grammar allows exactly one decision per listed session; zipping keeps
                 // that true for any backend: extra decisions name no session.
                 for (d, s) in judgement.decisions.iter().zip(chunk) {

@@ -32,7 +32,7 @@ where
     let mut de = serde_json::Deserializer::from_reader(reader);
     let result =
         de::Deserializer::deserialize_seq(&mut de, ArrayVisitor(&mut state)).and_then(|_| de.end());
-    finish(file, state, result, "the top level")
+    finish(file, state, result)
 }
 
 /// Calls `f(index, item)` for every element of the array stored under `key` in the top-level
@@ -70,7 +70,7 @@ where
         }
     })
     .and_then(|_| de.end());
-    finish(file, state, result, "the top level")
+    finish(file, state, result)
 }
 
 struct State<'f, T, F> {
@@ -84,7 +84,6 @@ fn finish<T, F>(
     file: &InputFile,
     state: State<'_, T, F>,
     result: Result<(), serde_json::Error>,
-    _what: &str,
 ) -> Result<usize, ImportError> {
     if let Some(e) = state.error {
         return Err(e);
