@@ -20,6 +20,7 @@ pub mod history;
 pub mod llm;
 pub mod models;
 pub mod profile;
+pub mod sources;
 pub mod prompts;
 pub mod status;
 

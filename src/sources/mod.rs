@@ -1,0 +1,204 @@
+//! Where research evidence comes from: the user's local documents, their imported history, and
+//! — only when the user configures it — a web search engine.
+//!
+//! Every piece of [`Evidence`] carries a [`CitationTarget`] that stays valid after the run: a
+//! file path and chunk (and page for PDFs), a history session id, or a URL. Reports cite these
+//! targets, so a citation always leads back to what the model actually read.
+
+pub mod history;
+
+use serde::{Deserialize, Serialize};
+
+use crate::embed::Embedder;
+
+/// Errors from a source.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("history: {0}")]
+    History(#[from] crate::history::HistoryError),
+    #[error("{source_name}: {message}")]
+    Other {
+        source_name: String,
+        message: String,
+    },
+}
+
+/// Where a piece of evidence can be found again.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CitationTarget {
+    /// A chunk of a local document. `path` is the file's absolute path (or, for a corpus,
+    /// `<corpus file>#<article>`); `chunk` is 0-based; `page` is 1-based, for PDFs.
+    Document {
+        path: String,
+        chunk: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        page: Option<u32>,
+        /// A public address of the same text, when there is one (corpus articles).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+    },
+    /// An imported history session.
+    History {
+        session: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+    },
+    /// A web page found through the configured search engine.
+    Web { url: String },
+}
+
+impl CitationTarget {
+    /// A stable identity: the same passage found twice is one citation.
+    pub fn key(&self) -> String {
+        match self {
+            Self::Document { path, chunk, .. } => format!("doc:{path}#{chunk}"),
+            Self::History { session, .. } => format!("history:{session}"),
+            Self::Web { url } => format!("web:{url}"),
+        }
+    }
+
+    /// Where a reader goes to check it, in words: `notes/a.pdf, page 3 (chunk 7)`,
+    /// `history session 42`, or the URL.
+    pub fn locator(&self) -> String {
+        match self {
+            Self::Document {
+                path, chunk, page, ..
+            } => match page {
+                Some(p) => format!("{path}, page {p} (chunk {chunk})"),
+                None => format!("{path} (chunk {chunk})"),
+            },
+            Self::History { session, .. } => format!("history session {session}"),
+            Self::Web { url } => url.clone(),
+        }
+    }
+
+    /// A link for the report, when the target has one (`file://` for documents).
+    pub fn link(&self) -> Option<String> {
+        match self {
+            Self::Document { url: Some(u), .. } => Some(u.clone()),
+            Self::Document { path, .. } if path.starts_with('/') && !path.contains('#') => {
+                Some(format!("file://{path}"))
+            }
+            Self::Document { .. } => None,
+            Self::History { url, .. } => url.clone(),
+            Self::Web { url } => Some(url.clone()),
+        }
+    }
+
+    /// Which kind of source it came from: `documents`, `history` or `web`.
+    pub fn source_kind(&self) -> &'static str {
+        match self {
+            Self::Document { .. } => "documents",
+            Self::History { .. } => "history",
+            Self::Web { .. } => "web",
+        }
+    }
+}
+
+/// One retrieved passage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub target: CitationTarget,
+    pub title: String,
+    /// The passage itself, plain text, at most a few hundred words.
+    pub text: String,
+    /// The source's own relevance score (only comparable within one source).
+    pub score: f32,
+}
+
+/// A searchable body of evidence.
+pub trait Source: Send {
+    /// Short name for logs and progress: `documents`, `history`, `web`.
+    fn name(&self) -> &str;
+
+    /// Up to `limit` passages for `query`, best first. `embedder` (with its model name) enables
+    /// semantic search where the source supports it.
+    fn search(
+        &mut self,
+        query: &str,
+        limit: usize,
+        embedder: Option<(&dyn Embedder, &str)>,
+    ) -> Result<Vec<Evidence>, SourceError>;
+
+    /// Whether a search sends anything off this machine. The loop states this to the user.
+    fn is_remote(&self) -> bool {
+        false
+    }
+}
+
+/// Several sources searched together, their lists fused by reciprocal rank.
+#[derive(Default)]
+pub struct Sources {
+    sources: Vec<Box<dyn Source>>,
+}
+
+impl Sources {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn push(&mut self, source: Box<dyn Source>) {
+        self.sources.push(source);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sources.is_empty()
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.sources.iter().map(|s| s.name().to_string()).collect()
+    }
+
+    /// Whether any source sends queries off this machine.
+    pub fn any_remote(&self) -> bool {
+        self.sources.iter().any(|s| s.is_remote())
+    }
+
+    /// The best `limit` passages over all sources: each source contributes its own list, and
+    /// the lists are fused by reciprocal rank (k = 60), so no source's score scale dominates.
+    /// Duplicates (same target) count once, at their best rank.
+    pub fn search(
+        &mut self,
+        query: &str,
+        limit: usize,
+        embedder: Option<(&dyn Embedder, &str)>,
+    ) -> Result<Vec<Evidence>, SourceError> {
+        let mut lists = Vec::with_capacity(self.sources.len());
+        for source in &mut self.sources {
+            lists.push(source.search(query, limit, embedder)?);
+        }
+        Ok(fuse(lists, limit))
+    }
+}
+
+/// Reciprocal-rank fusion of several ranked lists (k = 60).
+pub fn fuse(lists: Vec<Vec<Evidence>>, limit: usize) -> Vec<Evidence> {
+    const K: f32 = 60.0;
+    let mut scored: Vec<(f32, usize, Evidence)> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut order = 0usize;
+    for list in lists {
+        for (rank, ev) in list.into_iter().enumerate() {
+            let add = 1.0 / (K + rank as f32 + 1.0);
+            let key = ev.target.key();
+            match index.get(&key) {
+                Some(&i) => scored[i].0 += add,
+                None => {
+                    index.insert(key, scored.len());
+                    scored.push((add, order, ev));
+                }
+            }
+            order += 1;
+        }
+    }
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored
+        .into_iter()
+        .take(limit)
+        .map(|(s, _, mut ev)| {
+            ev.score = s;
+            ev
+        })
+        .collect()
+}
