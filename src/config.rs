@@ -61,6 +61,11 @@ impl Paths {
     pub fn history_dir(&self) -> PathBuf {
         self.data_dir.join("history")
     }
+
+    /// Where the document library lives: its SQLite store and indexes.
+    pub fn docs_dir(&self) -> PathBuf {
+        self.data_dir.join("docs")
+    }
 }
 
 fn default_data_dir() -> Result<PathBuf> {
@@ -118,6 +123,33 @@ pub struct OpenAiSettings {
     pub api_key_env: Option<String>,
 }
 
+/// Web search through a SearxNG instance. Off unless `enabled = true` and `searxng_url` is set:
+/// when on, search queries leave the machine (see `sources::web::WEB_DISCLOSURE`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct WebSettings {
+    /// Base URL of the SearxNG instance, e.g. `http://127.0.0.1:8888` (its JSON output format
+    /// must be enabled); requests go to `{searxng_url}/search`.
+    pub searxng_url: String,
+    /// Web search runs only when this is `true`.
+    pub enabled: bool,
+    /// Seconds a search may take before it fails.
+    pub timeout_secs: u64,
+}
+
+/// Default for [`WebSettings::timeout_secs`].
+pub const DEFAULT_WEB_TIMEOUT_SECS: u64 = 15;
+
+impl Default for WebSettings {
+    fn default() -> Self {
+        Self {
+            searxng_url: String::new(),
+            enabled: false,
+            timeout_secs: DEFAULT_WEB_TIMEOUT_SECS,
+        }
+    }
+}
+
 /// User settings, stored as `settings.toml` in the data directory.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
@@ -129,6 +161,8 @@ pub struct Settings {
     pub llama: LlamaSettings,
     /// When set, chat goes to this server instead of the local model.
     pub openai: Option<OpenAiSettings>,
+    /// Web search; absent (or not enabled) means research never leaves the machine.
+    pub web: Option<WebSettings>,
 }
 
 /// The default chat model on CPU.
@@ -145,6 +179,7 @@ impl Default for Settings {
             embed_model: DEFAULT_EMBED_MODEL.into(),
             llama: LlamaSettings::default(),
             openai: None,
+            web: None,
         }
     }
 }

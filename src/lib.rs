@@ -20,8 +20,9 @@ pub mod history;
 pub mod llm;
 pub mod models;
 pub mod profile;
-pub mod sources;
 pub mod prompts;
+pub mod research;
+pub mod sources;
 pub mod status;
 
 pub use error::{Error, Result};

@@ -29,6 +29,31 @@ const TEMPLATES: &[(&str, &str)] = &[
         "profile_general",
         include_str!("../prompts/profile_general.md"),
     ),
+    ("research_node", include_str!("../prompts/research_node.md")),
+    (
+        "research_align",
+        include_str!("../prompts/research_align.md"),
+    ),
+    (
+        "research_pause_question",
+        include_str!("../prompts/research_pause_question.md"),
+    ),
+    (
+        "persona_checklist",
+        include_str!("../prompts/persona_checklist.md"),
+    ),
+    (
+        "persona_update",
+        include_str!("../prompts/persona_update.md"),
+    ),
+    (
+        "report_section",
+        include_str!("../prompts/report_section.md"),
+    ),
+    (
+        "report_overview",
+        include_str!("../prompts/report_overview.md"),
+    ),
 ];
 
 /// Renders prompt `name` with `context`.
@@ -50,6 +75,33 @@ pub fn render<S: Serialize>(name: &str, context: S) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
+    /// The research prompts render with their full context, and say what they are for.
+    #[test]
+    fn research_templates_render() {
+        let ctx = minijinja::context! {
+            query => "best tent?", question => "which fabric?", persona => "A hiker.",
+            checklist => "1. Weight", seen_tags => "(none yet)", directives => "",
+            evidence => "[1] Tents", current_date => "2026-11-22", leaf => false,
+            items => 1, findings => "-", candidates => "Candidate 1", count => 1,
+            directions => "1. a", response => "1", profile => "", learnings => "[1] x",
+            sections => "- S",
+        };
+        for (name, _) in super::TEMPLATES {
+            if name.starts_with("profile_") || name.starts_with("ask_") {
+                continue;
+            }
+            let text = super::render(name, ctx.clone()).unwrap();
+            assert!(text.contains("JSON"), "{name}: {text}");
+            assert!(
+                text.contains("best tent?") || text.contains("A hiker."),
+                "{name}"
+            );
+        }
+        let leaf =
+            super::render("research_node", minijinja::context! { leaf => true, ..ctx }).unwrap();
+        assert!(!leaf.contains("wild-card"));
+    }
+
     #[test]
     fn every_template_renders() {
         let text = super::render("ask_system", minijinja::context! { json => true }).unwrap();
@@ -58,6 +110,9 @@ mod tests {
         assert!(!text.contains("JSON"), "{text}");
         let sessions = vec![minijinja::context! { number => 1, text => "Searched: tent" }];
         for (name, _) in super::TEMPLATES {
+            if !(name.starts_with("profile_") || name.starts_with("ask_")) {
+                continue;
+            }
             let text = super::render(
                 name,
                 minijinja::context! {

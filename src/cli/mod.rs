@@ -3,12 +3,15 @@
 
 mod ask;
 mod bench;
+mod corpus;
+mod docs;
 mod embed;
 mod eval;
 mod history;
 mod models;
 mod profile;
 mod progress;
+mod research;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -49,6 +52,15 @@ enum Command {
     /// Search, show, count, embed, reindex and forget imported history.
     #[command(subcommand)]
     History(history::HistoryCommand),
+    /// Add, list, search and remove local documents (Markdown, text, HTML, PDF, DOCX).
+    #[command(subcommand)]
+    Docs(docs::DocsCommand),
+    /// Offline corpora (Wikipedia summaries) for the document library.
+    #[command(subcommand)]
+    Corpus(corpus::CorpusCommand),
+    /// Research a question over your documents and history, pausing to ask when it pays off,
+    /// and write a cited report.
+    Research(research::ResearchArgs),
     /// Build the query-aware profile of what this user needs for a question, from history.
     Profile(profile::ProfileArgs),
     /// Embed texts and print their pairwise cosine similarities.
@@ -135,7 +147,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Embed(args) => embed::run(&ctx, args),
         Command::Import(args) => history::run_import(&ctx, args),
         Command::History(cmd) => history::run(&ctx, cmd),
+        Command::Docs(cmd) => docs::run(&ctx, cmd),
+        Command::Corpus(cmd) => corpus::run(&ctx, cmd),
         Command::Profile(args) => profile::run(&ctx, args),
+        Command::Research(args) => research::run(&ctx, args),
         Command::Models(cmd) => models::run(&ctx, cmd),
         Command::Bench(cmd) => bench::run(&ctx, cmd),
         Command::Eval(cmd) => eval::run(&ctx, cmd),

@@ -16,6 +16,8 @@ pub enum Role {
     Chat,
     Embed,
     Runtime,
+    /// An offline text corpus indexed as documents (`rudder corpus fetch`), not a model.
+    Corpus,
 }
 
 impl std::fmt::Display for Role {
@@ -24,6 +26,7 @@ impl std::fmt::Display for Role {
             Role::Chat => "chat",
             Role::Embed => "embed",
             Role::Runtime => "runtime",
+            Role::Corpus => "corpus",
         })
     }
 }

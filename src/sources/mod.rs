@@ -5,7 +5,9 @@
 //! file path and chunk (and page for PDFs), a history session id, or a URL. Reports cite these
 //! targets, so a citation always leads back to what the model actually read.
 
+pub mod docs;
 pub mod history;
+pub mod web;
 
 use serde::{Deserialize, Serialize};
 

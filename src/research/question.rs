@@ -1,0 +1,73 @@
+//! The pause question (STEER *Clarification Question Generation*): the candidate directions as
+//! numbered one-sentence summaries the user can pick from, in the user's register.
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::interaction::PauseQuestion;
+use super::persona::Persona;
+use super::{llm_call, ResearchError};
+use crate::llm::{Completion, Llm};
+
+#[derive(Debug, Deserialize)]
+struct Draft {
+    introduction: String,
+    directions: Vec<String>,
+}
+
+fn schema(directions: usize) -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "introduction": {"type": "string", "minLength": 10, "maxLength": 200},
+            "directions": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 5, "maxLength": 160},
+                "minItems": directions, "maxItems": directions,
+            },
+        },
+        "required": ["introduction", "directions"],
+    })
+}
+
+/// Writes the question for `questions` (the candidate follow-ups) at `node`.
+pub fn generate(
+    llm: &dyn Llm,
+    query: &str,
+    persona: &Persona,
+    node: usize,
+    questions: &[String],
+    why: String,
+) -> Result<(PauseQuestion, Completion), ResearchError> {
+    let listed = questions
+        .iter()
+        .enumerate()
+        .map(|(i, q)| format!("{}. {q}", i + 1))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let prompt = crate::prompts::render(
+        "research_pause_question",
+        minijinja::context! { query => query, persona => persona.text, directions => listed },
+    )?;
+    let max_tokens = 120 + 80 * questions.len() as u32;
+    let (draft, completion): (Draft, _) =
+        llm_call(llm, prompt, schema(questions.len()), max_tokens)?;
+    let mut directions = draft.directions;
+    directions.resize(questions.len(), String::new());
+    // A summary the model left blank falls back to the question itself.
+    for (d, q) in directions.iter_mut().zip(questions) {
+        if d.trim().len() < 5 {
+            *d = q.clone();
+        }
+    }
+    Ok((
+        PauseQuestion {
+            node,
+            introduction: draft.introduction.trim().to_string(),
+            directions,
+            questions: questions.to_vec(),
+            why,
+        },
+        completion,
+    ))
+}

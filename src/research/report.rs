@@ -1,0 +1,473 @@
+//! The report (STEER *Report Generation*, done hierarchically): one section per top-level
+//! direction written from that subtree's learnings, then a title, summary and closing written
+//! from the sections, all shaped by the persona and the query-aware profile (need, depth, tone,
+//! explanation style).
+//!
+//! The model cites learnings by number under a grammar that allows only numbers it was shown;
+//! each learning carries its evidence, so every citation in the report resolves to a document
+//! chunk, a history session or a URL by construction. Citations are numbered in order of first
+//! appearance and listed under *References*.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::persona::Persona;
+use super::tree::{Learning, Tree};
+use super::{llm_call, ResearchError};
+use crate::llm::{Completion, Llm};
+use crate::sources::{CitationTarget, Evidence};
+
+/// Learnings shown per section call (the deepest-first cut keeps the prompt inside a 4k context).
+pub const MAX_SECTION_LEARNINGS: usize = 12;
+
+/// A paragraph and the references it cites (numbers into [`Report::references`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Paragraph {
+    pub text: String,
+    pub citations: Vec<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Section {
+    pub heading: String,
+    /// The top-level direction it covers (None for the root's own findings).
+    pub direction: Option<usize>,
+    pub paragraphs: Vec<Paragraph>,
+}
+
+/// One entry of the reference list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reference {
+    pub number: usize,
+    pub key: String,
+    pub title: String,
+    pub target: CitationTarget,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub title: String,
+    pub query: String,
+    pub summary: Paragraph,
+    pub sections: Vec<Section>,
+    pub closing: String,
+    pub references: Vec<Reference>,
+    pub markdown: String,
+}
+
+impl Report {
+    pub fn words(&self) -> usize {
+        self.markdown.split_whitespace().count()
+    }
+
+    /// Every citation number used in the text.
+    pub fn cited_numbers(&self) -> Vec<usize> {
+        let mut out: Vec<usize> = std::iter::once(&self.summary)
+            .chain(self.sections.iter().flat_map(|s| s.paragraphs.iter()))
+            .flat_map(|p| p.citations.iter().copied())
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The report as a standalone, sanitised HTML document.
+    pub fn to_html(&self) -> String {
+        super::html::report_html_document(&self.title, &self.markdown)
+    }
+}
+
+/// What the writer works from.
+pub struct ReportInput<'a> {
+    pub query: &'a str,
+    pub persona: &'a Persona,
+    /// The query-aware profile as text (need, depth, tone, style), or empty.
+    pub profile: &'a str,
+    pub tree: &'a Tree,
+    pub learnings: &'a [Learning],
+    pub evidence: &'a BTreeMap<String, Evidence>,
+    pub current_date: &'a str,
+}
+
+#[derive(Debug, Deserialize)]
+struct SectionDraft {
+    heading: String,
+    paragraphs: Vec<ParagraphDraft>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ParagraphDraft {
+    text: String,
+    learnings: Vec<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+struct OverviewDraft {
+    title: String,
+    summary: ParagraphDraft,
+    closing: String,
+}
+
+fn paragraph_schema(learnings: usize, min_chars: usize, max_chars: usize) -> serde_json::Value {
+    let numbers: Vec<usize> = (1..=learnings).collect();
+    json!({
+        "type": "object",
+        "properties": {
+            "text": {"type": "string", "minLength": min_chars, "maxLength": max_chars},
+            "learnings": {"type": "array", "items": {"type": "integer", "enum": numbers}, "minItems": 1, "maxItems": 3},
+        },
+        "required": ["text", "learnings"],
+    })
+}
+
+fn section_schema(learnings: usize) -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "heading": {"type": "string", "minLength": 3, "maxLength": 80},
+            "paragraphs": {"type": "array", "items": paragraph_schema(learnings, 60, 600), "minItems": 1, "maxItems": 3},
+        },
+        "required": ["heading", "paragraphs"],
+    })
+}
+
+fn overview_schema(learnings: usize) -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "title": {"type": "string", "minLength": 5, "maxLength": 90},
+            "summary": paragraph_schema(learnings, 60, 700),
+            "closing": {"type": "string", "maxLength": 400},
+        },
+        "required": ["title", "summary", "closing"],
+    })
+}
+
+/// Learnings as the numbered list a writing prompt shows, with their sources' titles.
+fn numbered_learnings(ids: &[usize], input: &ReportInput<'_>) -> String {
+    ids.iter()
+        .enumerate()
+        .map(|(i, &l)| {
+            let learning = &input.learnings[l];
+            let titles: Vec<String> = learning
+                .sources
+                .iter()
+                .filter_map(|k| input.evidence.get(k))
+                .map(|e| super::tree::one_line(&e.title, 60))
+                .collect();
+            format!(
+                "[{}] {} (from: {})",
+                i + 1,
+                super::tree::one_line(&learning.text, 240),
+                titles.join("; ")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Learnings of a subtree, deepest first (STEER: prioritise insights from deeper levels), cut
+/// to `max`.
+fn subtree_learnings(tree: &Tree, root: usize, max: usize) -> Vec<usize> {
+    let mut nodes = tree.subtree(root);
+    nodes.sort_by_key(|&n| std::cmp::Reverse(tree.nodes[n].depth));
+    let mut out: Vec<usize> = nodes
+        .iter()
+        .flat_map(|&n| tree.nodes[n].learnings.iter().copied())
+        .collect();
+    out.truncate(max);
+    out
+}
+
+/// Numbers citations in order of first appearance.
+#[derive(Default)]
+struct Citations {
+    numbers: HashMap<String, usize>,
+    references: Vec<Reference>,
+}
+
+impl Citations {
+    fn cite(&mut self, learning: &Learning, evidence: &BTreeMap<String, Evidence>) -> Vec<usize> {
+        let mut out = Vec::new();
+        for key in &learning.sources {
+            let Some(ev) = evidence.get(key) else {
+                continue;
+            };
+            let n = match self.numbers.get(key) {
+                Some(&n) => n,
+                None => {
+                    let n = self.references.len() + 1;
+                    self.numbers.insert(key.clone(), n);
+                    self.references.push(Reference {
+                        number: n,
+                        key: key.clone(),
+                        title: ev.title.clone(),
+                        target: ev.target.clone(),
+                    });
+                    n
+                }
+            };
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+        out
+    }
+
+    fn paragraph(
+        &mut self,
+        draft: ParagraphDraft,
+        shown: &[usize],
+        input: &ReportInput<'_>,
+    ) -> Paragraph {
+        let mut citations = Vec::new();
+        for n in draft.learnings {
+            if let Some(&l) = n.checked_sub(1).and_then(|i| shown.get(i)) {
+                for c in self.cite(&input.learnings[l], input.evidence) {
+                    if !citations.contains(&c) {
+                        citations.push(c);
+                    }
+                }
+            }
+        }
+        Paragraph {
+            text: draft.text.trim().to_string(),
+            citations,
+        }
+    }
+}
+
+/// Writes the report. Returns it with the completions of its calls (for accounting) and calls
+/// `on_section` as each section is done.
+pub fn write(
+    llm: &dyn Llm,
+    input: &ReportInput<'_>,
+    on_section: &mut dyn FnMut(usize, &str),
+) -> Result<(Report, Vec<Completion>), ResearchError> {
+    let mut completions = Vec::new();
+    let mut citations = Citations::default();
+    let mut sections = Vec::new();
+    // One section per top-level direction; a tree without any is one section from the root.
+    let roots: Vec<Option<usize>> = if input.tree.directions().is_empty() {
+        vec![None]
+    } else {
+        input.tree.directions().iter().map(|&d| Some(d)).collect()
+    };
+    for (index, direction) in roots.iter().enumerate() {
+        let node = direction.unwrap_or(0);
+        let shown = subtree_learnings(input.tree, node, MAX_SECTION_LEARNINGS);
+        let question = &input.tree.nodes[node].question;
+        if shown.is_empty() {
+            sections.push(Section {
+                heading: super::tree::one_line(question, 80),
+                direction: *direction,
+                paragraphs: vec![Paragraph {
+                    text: "The sources searched held nothing on this question.".into(),
+                    citations: Vec::new(),
+                }],
+            });
+            on_section(index, question);
+            continue;
+        }
+        let prompt = crate::prompts::render(
+            "report_section",
+            minijinja::context! {
+                query => input.query,
+                question => question,
+                persona => input.persona.text,
+                checklist => input.persona.numbered_checklist(),
+                profile => input.profile,
+                learnings => numbered_learnings(&shown, input),
+                current_date => input.current_date,
+            },
+        )?;
+        let (draft, completion): (SectionDraft, _) =
+            llm_call(llm, prompt, section_schema(shown.len()), 2000)?;
+        completions.push(completion);
+        let paragraphs = draft
+            .paragraphs
+            .into_iter()
+            .map(|p| citations.paragraph(p, &shown, input))
+            .filter(|p| !p.text.is_empty())
+            .collect();
+        let heading = if draft.heading.trim().is_empty() {
+            super::tree::one_line(question, 80)
+        } else {
+            draft.heading.trim().to_string()
+        };
+        on_section(index, &heading);
+        sections.push(Section {
+            heading,
+            direction: *direction,
+            paragraphs,
+        });
+    }
+
+    // The overview sees the root's own findings plus the best of each direction.
+    let mut shown: Vec<usize> = input.tree.root().learnings.clone();
+    for d in input.tree.directions() {
+        shown.extend(subtree_learnings(input.tree, *d, 2));
+    }
+    shown.truncate(MAX_SECTION_LEARNINGS);
+    let (title, summary, closing) = if shown.is_empty() {
+        (
+            super::tree::one_line(input.query, 90),
+            Paragraph {
+                text: "No evidence was found in the sources searched, so this report has no \
+                       findings. Add documents (`rudder docs add DIR`) or import history, then \
+                       run the research again."
+                    .into(),
+                citations: Vec::new(),
+            },
+            String::new(),
+        )
+    } else {
+        let headings: Vec<String> = sections
+            .iter()
+            .map(|s| format!("- {}", s.heading))
+            .collect();
+        let prompt = crate::prompts::render(
+            "report_overview",
+            minijinja::context! {
+                query => input.query,
+                persona => input.persona.text,
+                checklist => input.persona.numbered_checklist(),
+                profile => input.profile,
+                sections => headings.join("\n"),
+                learnings => numbered_learnings(&shown, input),
+                current_date => input.current_date,
+            },
+        )?;
+        let (draft, completion): (OverviewDraft, _) =
+            llm_call(llm, prompt, overview_schema(shown.len()), 900)?;
+        completions.push(completion);
+        // Summary citations are numbered first, so they are renumbered ahead of the sections.
+        let mut ordered = Citations::default();
+        let summary = ordered.paragraph(draft.summary, &shown, input);
+        let renumber: HashMap<usize, usize> = citations
+            .references
+            .iter()
+            .map(|r| {
+                let l = Learning {
+                    id: 0,
+                    node: 0,
+                    text: String::new(),
+                    sources: vec![r.key.clone()],
+                };
+                (r.number, ordered.cite(&l, input.evidence)[0])
+            })
+            .collect();
+        for s in &mut sections {
+            for p in &mut s.paragraphs {
+                p.citations = p.citations.iter().map(|c| renumber[c]).collect();
+            }
+        }
+        citations = ordered;
+        (
+            if draft.title.trim().is_empty() {
+                super::tree::one_line(input.query, 90)
+            } else {
+                draft.title.trim().to_string()
+            },
+            summary,
+            draft.closing.trim().to_string(),
+        )
+    };
+    let mut report = Report {
+        title,
+        query: input.query.to_string(),
+        summary,
+        sections,
+        closing,
+        references: citations.references,
+        markdown: String::new(),
+    };
+    report.markdown = render_markdown(&report);
+    Ok((report, completions))
+}
+
+/// Escapes text that came from a model or a source so Markdown shows it literally.
+pub fn escape_markdown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(
+            c,
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' | '|'
+        ) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn cite_marks(citations: &[usize]) -> String {
+    citations
+        .iter()
+        .map(|n| format!(" [\\[{n}\\]](#ref-{n})"))
+        .collect()
+}
+
+fn render_markdown(report: &Report) -> String {
+    let mut md = format!("# {}\n\n", escape_markdown(&report.title));
+    md.push_str(&format!(
+        "*Question:* {}\n\n",
+        escape_markdown(&report.query)
+    ));
+    md.push_str(&format!(
+        "{}{}\n\n",
+        escape_markdown(&report.summary.text),
+        cite_marks(&report.summary.citations)
+    ));
+    for s in &report.sections {
+        md.push_str(&format!("## {}\n\n", escape_markdown(&s.heading)));
+        for p in &s.paragraphs {
+            md.push_str(&format!(
+                "{}{}\n\n",
+                escape_markdown(&p.text),
+                cite_marks(&p.citations)
+            ));
+        }
+    }
+    if !report.closing.is_empty() {
+        md.push_str("## What this means for you\n\n");
+        md.push_str(&escape_markdown(&report.closing));
+        md.push_str("\n\n");
+    }
+    if !report.references.is_empty() {
+        md.push_str("## References\n\n");
+        for r in &report.references {
+            let locator = escape_markdown(&r.target.locator());
+            let link = match r.target.link() {
+                Some(url) => format!(
+                    " — <{}>",
+                    url.replace(' ', "%20")
+                        .replace('<', "%3C")
+                        .replace('>', "%3E")
+                ),
+                None => String::new(),
+            };
+            md.push_str(&format!(
+                "{}. <a id=\"ref-{}\"></a>{} — {}{}\n",
+                r.number,
+                r.number,
+                escape_markdown(&r.title),
+                locator,
+                link
+            ));
+        }
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_escapes_untrusted_text() {
+        assert_eq!(escape_markdown("<script>[x](y)"), "\\<script\\>\\[x\\](y)");
+    }
+}

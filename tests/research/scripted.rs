@@ -1,0 +1,287 @@
+//! Test doubles for the research loop's pure logic: a scripted LLM that answers each prompt
+//! kind with valid JSON, a bag-of-words embedder, and an in-memory source. The real-model
+//! tests (`research_real.rs`) run the same loop with SmolLM2 and all-MiniLM-L6-v2.
+
+use std::sync::Mutex;
+
+use rudder::embed::{EmbedError, Embedder};
+use rudder::llm::{CancelToken, Completion, FinishReason, Llm, LlmError, Request, Timing, Usage};
+use rudder::sources::{CitationTarget, Evidence, Source, SourceError};
+use serde_json::json;
+
+/// Scores the scripted alignment call returns: (candidate index, checklist items) → scores.
+pub type AlignFn = Box<dyn Fn(usize, usize) -> Vec<u8> + Send + Sync>;
+
+pub struct ScriptedLlm {
+    pub align: AlignFn,
+    pub calls: Mutex<Vec<&'static str>>,
+    counter: Mutex<usize>,
+}
+
+impl ScriptedLlm {
+    /// Candidate 0 covers every checklist item well, the others nothing.
+    pub fn new() -> Self {
+        Self::with_alignment(Box::new(|i, n| vec![if i == 0 { 2 } else { 0 }; n]))
+    }
+
+    pub fn with_alignment(align: AlignFn) -> Self {
+        Self {
+            align,
+            calls: Mutex::new(Vec::new()),
+            counter: Mutex::new(0),
+        }
+    }
+
+    pub fn count(&self, kind: &str) -> usize {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|k| **k == kind)
+            .count()
+    }
+}
+
+fn after<'a>(text: &'a str, marker: &str) -> &'a str {
+    text.split_once(marker).map(|(_, r)| r).unwrap_or("")
+}
+
+fn line_after(text: &str, marker: &str) -> String {
+    after(text, marker)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// How many `[n]` numbered entries the text after `marker` has.
+fn numbered(text: &str, marker: &str) -> usize {
+    after(text, marker)
+        .lines()
+        .filter(|l| {
+            l.starts_with('[')
+                && l[1..]
+                    .split(']')
+                    .next()
+                    .is_some_and(|n| n.parse::<usize>().is_ok())
+        })
+        .count()
+}
+
+impl Llm for ScriptedLlm {
+    fn model_name(&self) -> &str {
+        "scripted"
+    }
+
+    fn complete(
+        &self,
+        request: &Request,
+        _on_text: &mut dyn FnMut(&str),
+        _cancel: &CancelToken,
+    ) -> Result<Completion, LlmError> {
+        let prompt = &request.messages.last().unwrap().content;
+        let (kind, value) = if prompt.contains("list 4 to 6 specific checklist items") {
+            (
+                "checklist",
+                json!({"checklist_items": ["Covers the cost", "Covers safety", "Covers history", "Covers daily practice"]}),
+            )
+        } else if prompt.contains("Search results (numbered passages):") {
+            let question = line_after(prompt, "Research question:");
+            let passages = numbered(prompt, "Search results (numbered passages):");
+            let mut c = self.counter.lock().unwrap();
+            *c += 1;
+            let n = *c;
+            let learnings = if passages == 0 {
+                json!([])
+            } else {
+                json!([
+                    {"insight": format!("Finding {n} about {question}"), "sources": [1]},
+                    {"insight": format!("Second finding {n} on the evidence"), "sources": [passages]},
+                ])
+            };
+            let mut v = json!({"learnings": learnings, "tags": [format!("topic{n}")]});
+            if prompt.contains("wild-card question") {
+                let words = ["brewing", "farming", "markets", "chemistry", "culture"];
+                v["follow_up_questions"] = json!((0..5)
+                    .map(|i| json!({
+                        "question": format!("How does {} shape tea {n}?", words[i]),
+                        "confidence": 9 - i,
+                        "tags": [words[i]],
+                    }))
+                    .collect::<Vec<_>>());
+                v["wild_card_question"] =
+                    json!({"question": format!("Which poems mention tea {n}?"), "confidence": 4});
+            }
+            ("node", v)
+        } else if prompt.contains("candidate research directions") {
+            let items: usize = after(prompt, "Checklist items to evaluate (")
+                .split(' ')
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            let count: usize = prompt
+                .lines()
+                .find(|l| l.ends_with("candidate research directions, each with the evidence a search found for it:"))
+                .and_then(|l| l.split(' ').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            (
+                "align",
+                json!({
+                    "current_findings": {"scores": vec![0; items]},
+                    "candidates": (0..count).map(|i| json!({"scores": (self.align)(i, items)})).collect::<Vec<_>>(),
+                }),
+            )
+        } else if prompt.contains("checking in with the user") {
+            let listed = after(prompt, "Available research directions:")
+                .lines()
+                .filter(|l| {
+                    l.split(". ")
+                        .next()
+                        .is_some_and(|n| n.parse::<usize>().is_ok())
+                })
+                .count();
+            (
+                "question",
+                json!({
+                    "introduction": "Which of these should I research next?",
+                    "directions": (1..=listed).map(|i| format!("Direction number {i}")).collect::<Vec<_>>(),
+                }),
+            )
+        } else if prompt.contains("updating what is known about them") {
+            (
+                "persona",
+                json!({"additional_persona_info": "Cares about brewing.", "new_checklist_items": ["Covers brewing in depth"]}),
+            )
+        } else if prompt.contains("This section covers:") {
+            let n = numbered(prompt, "Numbered research findings for this section:");
+            let question = line_after(prompt, "This section covers:");
+            (
+                "section",
+                json!({"heading": format!("About {}", question.chars().take(60).collect::<String>()),
+                       "paragraphs": [{"text": "A paragraph that synthesises the findings of this section into prose.", "learnings": [1, n]}]}),
+            )
+        } else if prompt.contains("Key findings (numbered):") {
+            let n = numbered(prompt, "Key findings (numbered):");
+            (
+                "overview",
+                json!({"title": "What we learned about tea",
+                       "summary": {"text": "The summary answers the question directly from the key findings.", "learnings": [n]},
+                       "closing": "Try it yourself."}),
+            )
+        } else {
+            return Err(LlmError::Backend(format!(
+                "unscripted prompt: {}",
+                &prompt[..prompt.len().min(200)]
+            )));
+        };
+        self.calls.lock().unwrap().push(kind);
+        let text = value.to_string();
+        Ok(Completion {
+            usage: Usage {
+                prompt_tokens: (prompt.len() / 4) as u64,
+                cached_tokens: 0,
+                generated_tokens: (text.len() / 4) as u64,
+                calls: 1,
+            },
+            text,
+            timing: Timing::default(),
+            finish: FinishReason::Stop,
+        })
+    }
+}
+
+/// Words hashed into 64 buckets, normalised: texts sharing words are similar.
+pub struct BagOfWords;
+
+impl Embedder for BagOfWords {
+    fn dimensions(&self) -> usize {
+        64
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vec![0f32; 64];
+                for w in t
+                    .split(|c: char| !c.is_alphanumeric())
+                    .filter(|w| w.len() > 2)
+                {
+                    let mut h: u64 = 0xcbf29ce484222325;
+                    for b in w.to_lowercase().bytes() {
+                        h = (h ^ u64::from(b)).wrapping_mul(0x100000001b3);
+                    }
+                    v[(h % 64) as usize] += 1.0;
+                }
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+                v.iter_mut().for_each(|x| *x /= norm);
+                v
+            })
+            .collect())
+    }
+}
+
+/// Passages in memory, ranked by shared words.
+pub struct MemorySource(pub Vec<(String, String)>);
+
+impl MemorySource {
+    pub fn tea() -> Self {
+        let p = |t: &str, b: &str| (t.to_string(), b.to_string());
+        Self(vec![
+            p("Green tea", "Green tea is brewed at 70 to 80 degrees; farming in Japan shapes its taste."),
+            p("Black tea", "Black tea is fully oxidised and brewed with boiling water; markets price it by grade."),
+            p("Tea chemistry", "Tea contains caffeine and catechins; chemistry explains its bitterness."),
+            p("Tea culture", "Tea culture in China and Britain; poems mention tea since the Tang dynasty."),
+            p("Tea cost", "The cost of tea ranges widely; markets and farming decide the price of tea."),
+            p("Tea safety", "Safety: tea is safe in moderation; brewing tea too hot may harm the throat."),
+        ])
+    }
+}
+
+impl Source for MemorySource {
+    fn name(&self) -> &str {
+        "memory"
+    }
+    fn search(
+        &mut self,
+        query: &str,
+        limit: usize,
+        _embedder: Option<(&dyn Embedder, &str)>,
+    ) -> Result<Vec<Evidence>, SourceError> {
+        let words: Vec<String> = query
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.len() > 2)
+            .map(str::to_lowercase)
+            .collect();
+        let mut scored: Vec<(usize, usize)> = self
+            .0
+            .iter()
+            .enumerate()
+            .map(|(i, (t, b))| {
+                let text = format!("{t} {b}").to_lowercase();
+                (
+                    i,
+                    words.iter().filter(|w| text.contains(w.as_str())).count(),
+                )
+            })
+            .filter(|(_, s)| *s > 0)
+            .collect();
+        scored.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        Ok(scored
+            .into_iter()
+            .take(limit)
+            .map(|(i, s)| Evidence {
+                target: CitationTarget::Document {
+                    path: format!("/corpus/{i}.md"),
+                    chunk: 0,
+                    page: None,
+                    url: None,
+                },
+                title: self.0[i].0.clone(),
+                text: self.0[i].1.clone(),
+                score: s as f32,
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,261 @@
+//! The research loop's logic with a scripted model: which directions get expanded after a
+//! pause, that raising C0 never adds pauses, that every decision carries its numbers, and that
+//! every citation in the report resolves.
+
+mod research {
+    pub mod scripted;
+}
+
+use research::scripted::{BagOfWords, MemorySource, ScriptedLlm};
+use rudder::research::events::Collect;
+use rudder::research::{
+    Brief, Event, Interaction, NeverAsk, Origin, Outcome, PauseAnswer, ResearchSettings,
+    Researcher, Scripted,
+};
+use rudder::sources::Sources;
+
+fn run(
+    llm: &ScriptedLlm,
+    settings: ResearchSettings,
+    interaction: &mut dyn Interaction,
+) -> (Outcome, Vec<Event>) {
+    let mut sources = Sources::new();
+    sources.push(Box::new(MemorySource::tea()));
+    let mut events = Collect::default();
+    let mut researcher = Researcher {
+        llm,
+        embedder: &BagOfWords,
+        sources: &mut sources,
+        interaction,
+        events: &mut events,
+        settings,
+        embed_model: "bag-of-words".into(),
+    };
+    let outcome = researcher
+        .run(&Brief {
+            query: "How should I brew tea?".into(),
+            persona_text: "A home cook who likes tea.".into(),
+            ..Brief::default()
+        })
+        .unwrap();
+    (outcome, events.0.into_iter().map(|e| e.event).collect())
+}
+
+fn settings(depth: u32, breadth: u32, c0: f32) -> ResearchSettings {
+    let mut s = ResearchSettings {
+        depth,
+        breadth,
+        ..ResearchSettings::default()
+    };
+    s.pause.base_cost = c0;
+    s
+}
+
+#[test]
+fn exactly_the_chosen_and_added_directions_are_expanded() {
+    let llm = ScriptedLlm::new();
+    let mut answers = Scripted::new(vec![PauseAnswer {
+        chosen: vec![2],
+        new_questions: vec!["What does good tea cost?".into()],
+        text: String::new(),
+    }]);
+    // Light exploration weights let the alignment spread decide, so the root pauses.
+    let mut s = settings(2, 3, 0.0);
+    s.weights.lambda_explore = 0.1;
+    s.weights.lambda_info = 0.1;
+    let (outcome, events) = run(&llm, s, &mut answers);
+
+    // What MMR offered at the root, and what was asked.
+    let offered: Vec<String> = events
+        .iter()
+        .find_map(|e| match e {
+            Event::CandidatesSelected {
+                node: 0,
+                candidates,
+                selected,
+            } => Some(
+                selected
+                    .iter()
+                    .map(|&i| candidates[i].question.clone())
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .expect("candidates at the root");
+    assert_eq!(offered.len(), 3);
+    let decision = events
+        .iter()
+        .find_map(|e| match e {
+            Event::PauseDecided {
+                node: 0,
+                decision,
+                asked,
+                ..
+            } => Some((decision.clone(), *asked)),
+            _ => None,
+        })
+        .unwrap();
+    assert!(decision.0.ask && decision.1, "{}", decision.0.explain());
+    assert_eq!(answers.asked[0].directions.len(), 3);
+
+    let root_children: Vec<(String, Origin)> = outcome
+        .tree
+        .root()
+        .children
+        .iter()
+        .map(|&c| {
+            (
+                outcome.tree.nodes[c].question.clone(),
+                outcome.tree.nodes[c].origin,
+            )
+        })
+        .collect();
+    assert_eq!(root_children.len(), 2, "{root_children:?}");
+    assert_eq!(root_children[0].0, offered[1]);
+    assert_eq!(
+        root_children[1],
+        ("What does good tea cost?".to_string(), Origin::User)
+    );
+    // Nothing that was offered but not chosen was researched anywhere.
+    for q in [&offered[0], &offered[2]] {
+        assert!(
+            !outcome.tree.nodes.iter().any(|n| &n.question == q),
+            "unchosen direction {q} was expanded"
+        );
+    }
+    // The answer reached the persona.
+    assert!(outcome
+        .persona
+        .checklist
+        .contains(&"Covers brewing in depth".to_string()));
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::PersonaUpdated { .. })));
+    // Later pauses ran out of script and went on with every offered direction.
+    for &d in outcome.tree.directions() {
+        let node = &outcome.tree.nodes[d];
+        assert!(node.children.len() <= 3);
+        assert!(!node.children.is_empty());
+    }
+    assert_eq!(outcome.pauses as usize, answers.asked.len());
+}
+
+#[test]
+fn raising_c0_never_increases_pauses() {
+    // Alignment spread across candidates and light exploration weights make ΔEV vary across
+    // nodes, so the sweep crosses real decision boundaries. The script answers with nothing
+    // (go on with every direction), so the tree is the same whatever is asked.
+    let mut pauses = Vec::new();
+    for step in 0..=10 {
+        let c0 = step as f32 / 10.0;
+        let llm = ScriptedLlm::with_alignment(Box::new(|i, n| vec![[2, 1, 0][i % 3]; n]));
+        let mut s = settings(3, 2, c0);
+        s.weights.lambda_explore = 0.1;
+        s.weights.lambda_info = 0.1;
+        let mut answers = Scripted::new(Vec::new());
+        let (outcome, _) = run(&llm, s, &mut answers);
+        pauses.push(outcome.pauses);
+    }
+    for w in pauses.windows(2) {
+        assert!(w[1] <= w[0], "pauses by C0 0.0..1.0: {pauses:?}");
+    }
+    assert!(
+        pauses[0] > pauses[10],
+        "the sweep should change behaviour: {pauses:?}"
+    );
+}
+
+#[test]
+fn every_decision_is_logged_with_its_numbers() {
+    let llm = ScriptedLlm::new();
+    let (outcome, events) = run(&llm, settings(2, 3, 0.7), &mut NeverAsk);
+    let decisions: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::PauseDecided {
+                decision,
+                candidates,
+                asked,
+                ..
+            } => Some((decision.clone(), candidates.clone(), *asked)),
+            _ => None,
+        })
+        .collect();
+    // Root plus each of its three children is a frontier node at D = 2.
+    assert_eq!(decisions.len(), 4);
+    for (d, candidates, asked) in &decisions {
+        assert!(!asked, "never-ask must not ask");
+        assert_eq!(d.utilities.len(), candidates.len());
+        assert_eq!(d.radii.len(), candidates.len());
+        let gain: f32 = (0..candidates.len())
+            .filter(|i| !d.could_be_best.contains(i))
+            .map(|i| d.execution_costs[i] - d.utilities[i])
+            .sum();
+        assert!((gain - d.gain).abs() < 1e-5);
+        assert_eq!(d.ask, d.gain > d.cost);
+        for c in candidates {
+            let u = &c.utility;
+            assert!((u.total - (u.delta_align + 0.5 * u.explore + 0.5 * u.info_gain)).abs() < 1e-5);
+        }
+    }
+    assert_eq!(outcome.pauses, 0);
+    // Three directions, each with three children: 1 + 3 + 9 nodes.
+    assert_eq!(outcome.tree.nodes.len(), 13);
+    assert_eq!(llm.count("node"), 13);
+    assert_eq!(llm.count("align"), 4);
+    assert_eq!(llm.count("section"), 3);
+    assert_eq!(llm.count("overview"), 1);
+    assert_eq!(
+        outcome.usage.calls as usize,
+        llm.calls.lock().unwrap().len()
+    );
+}
+
+#[test]
+fn every_citation_in_the_report_resolves() {
+    let llm = ScriptedLlm::new();
+    let (outcome, _) = run(&llm, settings(1, 2, 0.7), &mut NeverAsk);
+    let report = &outcome.report;
+    let cited = report.cited_numbers();
+    assert!(!cited.is_empty());
+    for n in &cited {
+        let r = report
+            .references
+            .iter()
+            .find(|r| r.number == *n)
+            .unwrap_or_else(|| panic!("citation [{n}] has no reference"));
+        assert!(outcome.evidence.contains_key(&r.key), "{}", r.key);
+        assert!(report.markdown.contains(&format!("(#ref-{n})")));
+        assert!(report.markdown.contains(&format!("id=\"ref-{n}\"")));
+    }
+    // Numbered 1..=n in order, each used.
+    let numbers: Vec<usize> = report.references.iter().map(|r| r.number).collect();
+    assert_eq!(numbers, (1..=numbers.len()).collect::<Vec<_>>());
+    assert_eq!(cited, numbers);
+    // The HTML export keeps the links and anchors.
+    let html = report.to_html();
+    assert!(html.contains("href=\"#ref-1\""), "{html}");
+    assert!(html.contains("id=\"ref-1\""), "{html}");
+}
+
+#[test]
+fn no_sources_is_a_clear_error() {
+    let llm = ScriptedLlm::new();
+    let mut sources = Sources::new();
+    let mut events = Collect::default();
+    let err = Researcher {
+        llm: &llm,
+        embedder: &BagOfWords,
+        sources: &mut sources,
+        interaction: &mut NeverAsk,
+        events: &mut events,
+        settings: ResearchSettings::default(),
+        embed_model: "x".into(),
+    }
+    .run(&Brief {
+        query: "q".into(),
+        ..Brief::default()
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("rudder docs add"), "{err}");
+}
