@@ -259,3 +259,70 @@ fn no_sources_is_a_clear_error() {
     .unwrap_err();
     assert!(err.to_string().contains("rudder docs add"), "{err}");
 }
+
+#[test]
+fn the_query_aware_profile_seeds_the_persona() {
+    let llm = ScriptedLlm::new();
+    let mut sources = Sources::new();
+    sources.push(Box::new(MemorySource::tea()));
+    let mut events = Collect::default();
+    let outcome = Researcher {
+        llm: &llm,
+        embedder: &BagOfWords,
+        sources: &mut sources,
+        interaction: &mut NeverAsk,
+        events: &mut events,
+        settings: settings(0, 1, 0.7),
+        embed_model: "bag-of-words".into(),
+    }
+    .run(&Brief {
+        query: "How should I brew tea?".into(),
+        persona_text: "A student.".into(),
+        profile: "Emphasize:\n- cheap options\nTone:\n- casual".into(),
+        checklist: None,
+    })
+    .unwrap();
+    let seeded = events
+        .0
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::PersonaSeeded {
+                persona,
+                from_profile,
+            } => Some((persona.clone(), *from_profile)),
+            _ => None,
+        })
+        .unwrap();
+    assert!(seeded.1);
+    assert!(seeded.0.text.starts_with("A student."), "{}", seeded.0.text);
+    assert!(seeded.0.text.contains("cheap options"), "{}", seeded.0.text);
+    assert_eq!(seeded.0.checklist.len(), 4);
+    assert_eq!(outcome.persona.text, seeded.0.text);
+}
+
+#[test]
+fn unfinished_model_output_loses_a_step_not_the_run() {
+    // The section and overview writers are cut off mid-JSON.
+    let mut llm = ScriptedLlm::new();
+    llm.truncate = vec!["section", "overview"];
+    let (outcome, _) = run(&llm, settings(1, 2, 0.7), &mut NeverAsk);
+    let report = &outcome.report;
+    // Each section falls back to its findings, still cited; the title to the question.
+    assert_eq!(report.sections.len(), 2);
+    assert!(report.sections.iter().all(|s| !s.paragraphs.is_empty()));
+    assert_eq!(report.title, "How should I brew tea?");
+    let cited = report.cited_numbers();
+    assert!(!cited.is_empty());
+    assert!(cited.iter().all(|n| *n <= report.references.len()));
+    for r in &report.references {
+        assert!(outcome.evidence.contains_key(&r.key));
+    }
+
+    let mut llm = ScriptedLlm::new();
+    llm.truncate = vec!["node"];
+    let (outcome, _) = run(&llm, settings(1, 2, 0.7), &mut NeverAsk);
+    // The root yields nothing (so no follow-ups), and the run still ends in a report.
+    assert_eq!(outcome.tree.nodes.len(), 1);
+    assert!(outcome.learnings.is_empty());
+    assert!(outcome.report.markdown.contains("No evidence"));
+}

@@ -260,18 +260,20 @@ impl Run<'_, '_> {
             model: self.r.llm.model_name().to_string(),
             remote_sources: self.r.sources.any_remote(),
         });
+        // The persona starts from what the user said and what their history shows (the
+        // query-aware profile), so planning and scoring see both from the first step.
+        if !self.profile.trim().is_empty() {
+            let from_history = tree::one_line(&self.profile.replace('\n', "; "), 400);
+            self.persona
+                .add_text(&format!("From their history: {from_history}"));
+        }
         match &brief.checklist {
             Some(items) => {
                 self.persona.add_items(items);
             }
             None => {
-                let persona_text = if self.profile.is_empty() {
-                    self.persona.text.clone()
-                } else {
-                    format!("{}\n{}", self.persona.text, self.profile)
-                };
                 let (items, completion) =
-                    persona::infer_checklist(self.r.llm, &persona_text, &self.query)?;
+                    persona::infer_checklist(self.r.llm, &self.persona.text, &self.query)?;
                 self.account(Stage::Persona, &completion);
                 self.persona.add_items(&items);
             }
@@ -336,8 +338,19 @@ impl Run<'_, '_> {
             current_date: &self.date,
             leaf,
         };
-        let (findings, completion) = node::research(self.r.llm, &ctx, &evidence)?;
-        self.account(Stage::Research, &completion);
+        let findings = match node::research(self.r.llm, &ctx, &evidence) {
+            Ok((findings, completion)) => {
+                self.account(Stage::Research, &completion);
+                findings
+            }
+            // Output the grammar could not finish within its budget: the node yields nothing,
+            // and the rest of the run goes on.
+            Err(ResearchError::Llm(e @ crate::llm::LlmError::InvalidOutput { .. })) => {
+                tracing::warn!(node = id, "research output unusable: {e}");
+                node::Findings::default()
+            }
+            Err(e) => return Err(e),
+        };
 
         let keys: Vec<String> = evidence.iter().map(|e| e.target.key()).collect();
         for e in &evidence {

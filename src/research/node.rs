@@ -18,7 +18,7 @@ pub const PASSAGE_CHARS: usize = 700;
 pub const MAX_LEARNINGS: usize = 4;
 
 /// What the model found at a node.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Findings {
     /// (text, 0-based indices into the evidence).
     pub learnings: Vec<(String, Vec<usize>)>,
@@ -77,7 +77,7 @@ pub fn schema(evidence: usize, leaf: bool) -> serde_json::Value {
         },
         "required": ["insight", "sources"],
     });
-    let tag = json!({"type": "string", "minLength": 2, "maxLength": 30});
+    let tag = json!({"type": "string", "minLength": 2, "maxLength": 24});
     let confidence = json!({"type": "integer", "enum": (0..=10).collect::<Vec<u8>>()});
     let mut properties = serde_json::Map::new();
     properties.insert(
@@ -101,7 +101,7 @@ pub fn schema(evidence: usize, leaf: bool) -> serde_json::Value {
                 "items": {
                     "type": "object",
                     "properties": {
-                        "question": {"type": "string", "minLength": 10, "maxLength": 140},
+                        "question": {"type": "string", "minLength": 10, "maxLength": 120},
                         "confidence": confidence,
                         "tags": {"type": "array", "items": tag, "minItems": 1, "maxItems": 2},
                     },
@@ -115,7 +115,7 @@ pub fn schema(evidence: usize, leaf: bool) -> serde_json::Value {
             json!({
                 "type": "object",
                 "properties": {
-                    "question": {"type": "string", "minLength": 10, "maxLength": 140},
+                    "question": {"type": "string", "minLength": 10, "maxLength": 120},
                     "confidence": confidence,
                 },
                 "required": ["question", "confidence"],
@@ -182,7 +182,9 @@ pub fn research(
         llm,
         prompt,
         schema(evidence.len(), ctx.leaf),
-        if ctx.leaf { 900 } else { 1800 },
+        // Worst case at one token per character: 4 learnings × 215, 6 follow-ups × 195, the
+        // wild card, tags and the JSON around them.
+        if ctx.leaf { 1000 } else { 2300 },
     )?;
     Ok((
         findings(draft, evidence.len(), &[ctx.query, ctx.question]),

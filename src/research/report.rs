@@ -233,7 +233,7 @@ impl Citations {
             }
         }
         Paragraph {
-            text: draft.text.trim().to_string(),
+            text: whole_sentences(&draft.text),
             citations,
         }
     }
@@ -283,19 +283,52 @@ pub fn write(
                 current_date => input.current_date,
             },
         )?;
-        let (draft, completion): (SectionDraft, _) =
-            llm_call(llm, prompt, section_schema(shown.len()), 2000)?;
-        completions.push(completion);
-        let paragraphs = draft
-            .paragraphs
-            .into_iter()
-            .map(|p| citations.paragraph(p, &shown, input))
-            .filter(|p| !p.text.is_empty())
-            .collect();
-        let heading = if draft.heading.trim().is_empty() {
+        // Worst case (1 token per character): 3 × (600 + 30) + 100 tokens.
+        let draft: Option<SectionDraft> =
+            match llm_call(llm, prompt, section_schema(shown.len()), 2100) {
+                Ok((draft, completion)) => {
+                    completions.push(completion);
+                    Some(draft)
+                }
+                Err(ResearchError::Llm(e @ crate::llm::LlmError::InvalidOutput { .. })) => {
+                    tracing::warn!("section {index}: {e}; listing its findings instead");
+                    None
+                }
+                Err(e) => return Err(e),
+            };
+        let (heading, paragraphs) = match draft {
+            Some(draft) => (
+                draft.heading.trim().to_string(),
+                draft
+                    .paragraphs
+                    .into_iter()
+                    .map(|p| citations.paragraph(p, &shown, input))
+                    .filter(|p| !p.text.is_empty())
+                    .collect(),
+            ),
+            // A model that could not write the section still leaves its findings, cited.
+            None => (
+                String::new(),
+                shown
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &l)| {
+                        citations.paragraph(
+                            ParagraphDraft {
+                                text: input.learnings[l].text.clone(),
+                                learnings: vec![i + 1],
+                            },
+                            &shown,
+                            input,
+                        )
+                    })
+                    .collect(),
+            ),
+        };
+        let heading = if heading.is_empty() {
             super::tree::one_line(question, 80)
         } else {
-            draft.heading.trim().to_string()
+            heading
         };
         on_section(index, &heading);
         sections.push(Section {
@@ -340,9 +373,31 @@ pub fn write(
                 current_date => input.current_date,
             },
         )?;
-        let (draft, completion): (OverviewDraft, _) =
-            llm_call(llm, prompt, overview_schema(shown.len()), 900)?;
-        completions.push(completion);
+        // Worst case: 90 + 700 + 400 characters, one token each, plus the JSON around them.
+        let draft = match llm_call::<OverviewDraft>(llm, prompt, overview_schema(shown.len()), 1300)
+        {
+            Ok((draft, completion)) => {
+                completions.push(completion);
+                draft
+            }
+            Err(ResearchError::Llm(e @ crate::llm::LlmError::InvalidOutput { .. })) => {
+                tracing::warn!("report overview: {e}; using the first findings as the summary");
+                OverviewDraft {
+                    title: String::new(),
+                    summary: ParagraphDraft {
+                        text: shown
+                            .iter()
+                            .take(3)
+                            .map(|&l| input.learnings[l].text.trim().to_string())
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        learnings: (1..=shown.len().min(3)).collect(),
+                    },
+                    closing: String::new(),
+                }
+            }
+            Err(e) => return Err(e),
+        };
         // Summary citations are numbered first, so they are renumbered ahead of the sections.
         let mut ordered = Citations::default();
         let summary = ordered.paragraph(draft.summary, &shown, input);
@@ -372,7 +427,7 @@ pub fn write(
                 draft.title.trim().to_string()
             },
             summary,
-            draft.closing.trim().to_string(),
+            whole_sentences(&draft.closing),
         )
     };
     let mut report = Report {
@@ -386,6 +441,19 @@ pub fn write(
     };
     report.markdown = render_markdown(&report);
     Ok((report, completions))
+}
+
+/// The text cut after its last complete sentence, when the length bound stopped the model
+/// mid-sentence (and at least half of the text remains).
+pub fn whole_sentences(text: &str) -> String {
+    let text = text.trim();
+    if text.is_empty() || text.ends_with(['.', '!', '?', '"', ')']) {
+        return text.to_string();
+    }
+    match text.rfind(". ").or_else(|| text.rfind(".\n")) {
+        Some(i) if i + 1 >= text.len() / 2 => text[..=i].to_string(),
+        _ => format!("{text}…"),
+    }
 }
 
 /// Escapes text that came from a model or a source so Markdown shows it literally.
@@ -465,6 +533,20 @@ fn render_markdown(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cut_off_text_ends_at_its_last_sentence() {
+        assert_eq!(
+            whole_sentences("One sentence here. Two is cut"),
+            "One sentence here."
+        );
+        assert_eq!(whole_sentences("Done."), "Done.");
+        assert_eq!(
+            whole_sentences("Short. A very long unfinished sentence"),
+            "Short. A very long unfinished sentence…"
+        );
+        assert_eq!(whole_sentences(""), "");
+    }
 
     #[test]
     fn markdown_escapes_untrusted_text() {

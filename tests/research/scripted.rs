@@ -14,6 +14,8 @@ pub type AlignFn = Box<dyn Fn(usize, usize) -> Vec<u8> + Send + Sync>;
 
 pub struct ScriptedLlm {
     pub align: AlignFn,
+    /// Prompt kinds whose output is cut off mid-JSON, as when `max_tokens` runs out.
+    pub truncate: Vec<&'static str>,
     pub calls: Mutex<Vec<&'static str>>,
     counter: Mutex<usize>,
 }
@@ -27,6 +29,7 @@ impl ScriptedLlm {
     pub fn with_alignment(align: AlignFn) -> Self {
         Self {
             align,
+            truncate: Vec::new(),
             calls: Mutex::new(Vec::new()),
             counter: Mutex::new(0),
         }
@@ -177,7 +180,12 @@ impl Llm for ScriptedLlm {
             )));
         };
         self.calls.lock().unwrap().push(kind);
-        let text = value.to_string();
+        let mut text = value.to_string();
+        let mut finish = FinishReason::Stop;
+        if self.truncate.contains(&kind) {
+            text.truncate(text.len() / 2);
+            finish = FinishReason::Length;
+        }
         Ok(Completion {
             usage: Usage {
                 prompt_tokens: (prompt.len() / 4) as u64,
@@ -187,7 +195,7 @@ impl Llm for ScriptedLlm {
             },
             text,
             timing: Timing::default(),
-            finish: FinishReason::Stop,
+            finish,
         })
     }
 }
