@@ -146,7 +146,7 @@ impl VectorIndex {
 
 /// Integer dot product. The scan spends nearly all its time here, so on x86-64 it uses AVX2
 /// when the CPU has it (detected once at run time; release builds target baseline x86-64).
-fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+pub(crate) fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
     #[cfg(target_arch = "x86_64")]
     {
         if std::is_x86_feature_detected!("avx2") {

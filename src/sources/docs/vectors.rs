@@ -2,6 +2,9 @@
 //! does it, [`QuantizedVector`]) held in memory and scanned exactly. Tens of thousands of
 //! chunks take a few milliseconds per query; no approximate index to tune or rebuild.
 
+// The same exact int8 scan as history's; one dot product serves both.
+use crate::history::vectors::dot_i8;
+
 use super::store::Store;
 use super::DocsError;
 use crate::history::store::QuantizedVector;
@@ -58,48 +61,6 @@ impl VectorIndex {
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         scored
     }
-}
-
-/// Integer dot product, with AVX2 when the CPU has it (checked at run time).
-fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2, checked just above.
-            return unsafe { dot_i8_avx2(a, b) };
-        }
-    }
-    dot_i8_portable(a, b)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn dot_i8_avx2(a: &[i8], b: &[i8]) -> i32 {
-    dot_i8_portable(a, b)
-}
-
-/// Sixteen lanes of widened products: the shape LLVM turns into multiply-add instructions.
-#[inline(always)]
-fn dot_i8_portable(a: &[i8], b: &[i8]) -> i32 {
-    const LANES: usize = 16;
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut acc = [0i32; LANES];
-    let whole = n / LANES * LANES;
-    for (xa, xb) in a[..whole]
-        .chunks_exact(LANES)
-        .zip(b[..whole].chunks_exact(LANES))
-    {
-        for l in 0..LANES {
-            acc[l] += i32::from(i16::from(xa[l]) * i16::from(xb[l]));
-        }
-    }
-    let tail: i32 = a[whole..]
-        .iter()
-        .zip(&b[whole..])
-        .map(|(&x, &y)| i32::from(x) * i32::from(y))
-        .sum();
-    acc.iter().sum::<i32>() + tail
 }
 
 #[cfg(test)]
