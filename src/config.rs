@@ -66,6 +66,12 @@ impl Paths {
     pub fn docs_dir(&self) -> PathBuf {
         self.data_dir.join("docs")
     }
+
+    /// Research sessions: their event logs and steering queue (`sessions.sqlite`), and per
+    /// session its live `todo.md` and report.
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.data_dir.join("sessions")
+    }
 }
 
 fn default_data_dir() -> Result<PathBuf> {

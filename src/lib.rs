@@ -11,6 +11,7 @@
 //! * [`bench`] — measurements that back the performance claims.
 
 pub mod bench;
+pub mod clarify;
 pub mod config;
 pub mod embed;
 pub mod error;
@@ -22,6 +23,7 @@ pub mod models;
 pub mod profile;
 pub mod prompts;
 pub mod research;
+pub mod session;
 pub mod sources;
 pub mod status;
 

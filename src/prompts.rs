@@ -54,6 +54,18 @@ const TEMPLATES: &[(&str, &str)] = &[
         "report_overview",
         include_str!("../prompts/report_overview.md"),
     ),
+    (
+        "research_reflect",
+        include_str!("../prompts/research_reflect.md"),
+    ),
+    (
+        "clarify_question",
+        include_str!("../prompts/clarify_question.md"),
+    ),
+    (
+        "clarify_summary",
+        include_str!("../prompts/clarify_summary.md"),
+    ),
 ];
 
 /// Renders prompt `name` with `context`.
@@ -84,10 +96,15 @@ mod tests {
             evidence => "[1] Tents", current_date => "2026-11-22", leaf => false,
             items => 1, findings => "-", candidates => "Candidate 1", count => 1,
             directions => "1. a", response => "1", profile => "", learnings => "[1] x",
-            sections => "- S",
+            sections => "- S", pending => "- id 1 (priority 7): a", pending_count => 1,
+            completed => "(none)", messages => "1. focus on cost", gaps => true,
         };
         for (name, _) in super::TEMPLATES {
-            if name.starts_with("profile_") || name.starts_with("ask_") {
+            // The clarify_ templates are covered by `clarify::tests`.
+            if name.starts_with("profile_")
+                || name.starts_with("ask_")
+                || name.starts_with("clarify_")
+            {
                 continue;
             }
             let text = super::render(name, ctx.clone()).unwrap();

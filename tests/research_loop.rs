@@ -28,6 +28,7 @@ fn run(
         sources: &mut sources,
         interaction,
         events: &mut events,
+        journal: &mut rudder::research::MemoryJournal::new(),
         settings,
         embed_model: "bag-of-words".into(),
     };
@@ -249,6 +250,7 @@ fn no_sources_is_a_clear_error() {
         sources: &mut sources,
         interaction: &mut NeverAsk,
         events: &mut events,
+        journal: &mut rudder::research::MemoryJournal::new(),
         settings: ResearchSettings::default(),
         embed_model: "x".into(),
     }
@@ -272,6 +274,7 @@ fn the_query_aware_profile_seeds_the_persona() {
         sources: &mut sources,
         interaction: &mut NeverAsk,
         events: &mut events,
+        journal: &mut rudder::research::MemoryJournal::new(),
         settings: settings(0, 1, 0.7),
         embed_model: "bag-of-words".into(),
     }

@@ -80,6 +80,7 @@ fn a_real_run_ends_in_a_report_whose_every_citation_resolves() {
         sources: &mut sources,
         interaction: &mut answers,
         events: &mut events,
+        journal: &mut rudder::research::MemoryJournal::new(),
         settings,
         embed_model: common::EMBED_MODEL.into(),
     }
@@ -234,6 +235,7 @@ fn a_run_that_never_asks_still_logs_its_decisions() {
         sources: &mut sources,
         interaction: &mut NeverAsk,
         events: &mut events,
+        journal: &mut rudder::research::MemoryJournal::new(),
         settings: ResearchSettings {
             depth: 0,
             breadth: 1,

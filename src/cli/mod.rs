@@ -12,6 +12,7 @@ mod models;
 mod profile;
 mod progress;
 mod research;
+mod sessions;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -61,6 +62,12 @@ enum Command {
     /// Research a question over your documents and history, pausing to ask when it pays off,
     /// and write a cited report.
     Research(research::ResearchArgs),
+    /// List, show, resume and export research sessions.
+    #[command(subcommand)]
+    Sessions(sessions::SessionsCommand),
+    /// Steer a running research session from another terminal: "focus on …", "ignore …",
+    /// "also look into …".
+    Steer(sessions::SteerArgs),
     /// Build the query-aware profile of what this user needs for a question, from history.
     Profile(profile::ProfileArgs),
     /// Embed texts and print their pairwise cosine similarities.
@@ -151,6 +158,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Corpus(cmd) => corpus::run(&ctx, cmd),
         Command::Profile(args) => profile::run(&ctx, args),
         Command::Research(args) => research::run(&ctx, args),
+        Command::Sessions(cmd) => sessions::run(&ctx, cmd),
+        Command::Steer(args) => sessions::steer(&ctx, args),
         Command::Models(cmd) => models::run(&ctx, cmd),
         Command::Bench(cmd) => bench::run(&ctx, cmd),
         Command::Eval(cmd) => eval::run(&ctx, cmd),

@@ -14,8 +14,10 @@ use rudder::history::History;
 use rudder::models::ModelStore;
 use rudder::profile::ProfileOptions;
 use rudder::research::{
-    Brief, Envelope, Event, Interaction, NeverAsk, ResearchSettings, Researcher, Scripted, Terminal,
+    Brief, Envelope, Event, Interaction, NeverAsk, ResearchSettings, ResearchState, Researcher,
+    Scripted, TaskStatus, Terminal,
 };
+use rudder::session::{SessionConfig, SessionLog, SessionStatus, SessionStore, SourceChoice};
 use rudder::sources::docs::DocsSource;
 use rudder::sources::history::HistorySourceAdapter;
 use rudder::sources::Sources;
@@ -60,9 +62,15 @@ pub struct ResearchArgs {
     /// Answer pauses from this JSON file instead of asking.
     #[arg(long, value_name = "FILE", conflicts_with = "never_ask")]
     answers: Option<PathBuf>,
-    /// Never pause to ask (the rule is still evaluated and logged).
+    /// Never stop to ask: no clarifying questions, no pauses (the rule is still logged).
     #[arg(long)]
     never_ask: bool,
+    /// At most this many clarifying questions before research (Enter or "skip" stops early).
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    clarify: u32,
+    /// Start researching without clarifying questions.
+    #[arg(long)]
+    no_clarify: bool,
     /// Write the report here (Markdown); an HTML copy goes next to it.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
@@ -74,21 +82,118 @@ pub struct ResearchArgs {
 pub fn run(ctx: &Ctx, args: ResearchArgs) -> anyhow::Result<ExitCode> {
     let models = ModelStore::open(&ctx.paths)?;
     let embed_name = ctx.settings.embed_model.clone();
-    let embedder =
-        FastEmbedder::from_store(&models, &embed_name, ctx.settings.llama.effective_threads())
-            .with_context(|| {
-                format!("research needs the embedding model: `rudder models fetch {embed_name}`")
-            })?;
+    let embedder = open_embedder(ctx, &models)?;
     let llm = rudder::llm::open_chat(&models, &ctx.settings, ctx.model.as_deref())?;
+    let choice = SourceChoice {
+        history: !args.no_history,
+        docs: !args.no_docs,
+        docs_dir: None,
+    };
+    let (mut sources, history) = open_sources(ctx, &choice, &args.docs, &embedder)?;
+    // History: the query-aware profile seeds the persona (it is stored with the session, so
+    // a resumed run does not rebuild it).
+    let mut profile_text = String::new();
+    if let Some(mut history) = history {
+        let spinner = spinner("building your profile for this question from history");
+        let run = rudder::profile::query_profile(
+            llm.as_ref(),
+            &mut history,
+            Some((&embedder as &dyn Embedder, embed_name.as_str())),
+            &args.question,
+            &ProfileOptions::default(),
+        )?;
+        spinner.finish_and_clear();
+        profile_text = run.profile.to_prompt_text();
+        history.release_writer()?;
+        sources.push(Box::new(HistorySourceAdapter::new(history)));
+    }
+    if sources.is_empty() {
+        bail!(
+            "nothing to research over: add documents (`rudder docs add DIR` or \
+             `rudder corpus fetch`), import history (`rudder import PATH`), or enable web search"
+        );
+    }
+    let mut settings = ResearchSettings {
+        depth: args.depth,
+        breadth: args.breadth.max(1),
+        clarify_turns: if args.no_clarify { 0 } else { args.clarify },
+        ..ResearchSettings::default()
+    };
+    settings.pause.base_cost = args.c0;
+    settings.pause.tolerance = args.tol;
+    settings.weights.lambda_explore = args.lambda_explore;
+    settings.weights.lambda_info = args.lambda_info;
+    let config = SessionConfig {
+        brief: Brief {
+            query: args.question.clone(),
+            persona_text: args.persona.clone(),
+            profile: profile_text,
+            checklist: None,
+        },
+        settings,
+        model: llm.model_name().to_string(),
+        sources: choice,
+    };
+    let store = SessionStore::open(&sessions_db(ctx))?;
+    let mut journal = SessionLog::create(store, &config)?;
+    eprintln!(
+        "session {id} — steer it from another terminal with `rudder steer {id} \"message\"`; \
+         if it stops, `rudder sessions resume {id}` goes on",
+        id = journal.id
+    );
+    let interaction = interaction(args.answers.as_deref(), args.never_ask)?;
+    drive(
+        ctx,
+        &mut journal,
+        &config,
+        llm.as_ref(),
+        &embedder,
+        sources,
+        interaction,
+        &Output {
+            out: args.out.clone(),
+            events: args.events.clone(),
+        },
+        &[],
+    )
+}
 
+/// Where a run's report and event log go.
+pub struct Output {
+    pub out: Option<PathBuf>,
+    pub events: Option<PathBuf>,
+}
+
+/// The sessions database.
+pub fn sessions_db(ctx: &Ctx) -> PathBuf {
+    ctx.paths.sessions_dir().join("sessions.sqlite")
+}
+
+pub fn open_embedder(ctx: &Ctx, models: &ModelStore) -> anyhow::Result<FastEmbedder> {
+    let embed_name = ctx.settings.embed_model.clone();
+    FastEmbedder::from_store(models, &embed_name, ctx.settings.llama.effective_threads())
+        .with_context(|| {
+            format!("research needs the embedding model: `rudder models fetch {embed_name}`")
+        })
+}
+
+/// The sources a session searches: the document library (after adding `add_docs`), the web
+/// when enabled, and — returned apart, because a new run first builds the profile from it —
+/// the history when it has sessions.
+pub fn open_sources(
+    ctx: &Ctx,
+    choice: &SourceChoice,
+    add_docs: &[PathBuf],
+    embedder: &FastEmbedder,
+) -> anyhow::Result<(Sources, Option<History>)> {
+    let embed_name = ctx.settings.embed_model.clone();
     let mut sources = Sources::new();
-    // Documents: the library, after adding what --docs names.
-    if !args.no_docs {
+    if choice.docs {
         let mut docs = DocsSource::open(&ctx.paths.docs_dir())?;
-        for dir in &args.docs {
+        for dir in add_docs {
             let report = docs.library_mut().add(
                 dir,
-                Some((&embedder as &dyn Embedder, embed_name.as_str())),
+                Some((embedder as &dyn Embedder, embed_name.as_str())),
                 &CountProgress::default(),
             )?;
             eprintln!(
@@ -106,26 +211,14 @@ pub fn run(ctx: &Ctx, args: ResearchArgs) -> anyhow::Result<ExitCode> {
             sources.push(Box::new(docs));
         }
     }
-    // History: the query-aware profile seeds the persona, and the sessions are a source.
-    let mut profile_text = String::new();
-    if !args.no_history {
+    let mut history_source = None;
+    if choice.history {
         let dir = ctx.paths.history_dir();
         if dir.exists() {
-            let mut history = History::open(&dir)
+            let history = History::open(&dir)
                 .with_context(|| format!("opening the history in {}", dir.display()))?;
             if history.stats()?.store.sessions > 0 {
-                let spinner = spinner("building your profile for this question from history");
-                let run = rudder::profile::query_profile(
-                    llm.as_ref(),
-                    &mut history,
-                    Some((&embedder as &dyn Embedder, embed_name.as_str())),
-                    &args.question,
-                    &ProfileOptions::default(),
-                )?;
-                spinner.finish_and_clear();
-                profile_text = run.profile.to_prompt_text();
-                history.release_writer()?;
-                sources.push(Box::new(HistorySourceAdapter::new(history)));
+                history_source = Some(history);
             }
         }
     }
@@ -133,78 +226,106 @@ pub fn run(ctx: &Ctx, args: ResearchArgs) -> anyhow::Result<ExitCode> {
         eprintln!("web search is ON: {}", rudder::sources::web::WEB_DISCLOSURE);
         sources.push(Box::new(web));
     }
-    if sources.is_empty() {
-        bail!(
-            "nothing to research over: add documents (`rudder docs add DIR` or \
-             `rudder corpus fetch`), import history (`rudder import PATH`), or enable web search"
-        );
-    }
+    Ok((sources, history_source))
+}
 
-    let mut interaction: Box<dyn Interaction> = match (&args.answers, args.never_ask) {
+/// How pauses and clarifying questions are answered.
+pub fn interaction(
+    answers: Option<&std::path::Path>,
+    never_ask: bool,
+) -> anyhow::Result<Box<dyn Interaction>> {
+    Ok(match (answers, never_ask) {
         (Some(path), _) => Box::new(Scripted::from_file(path)?),
         (None, true) => Box::new(NeverAsk),
         (None, false) if std::io::stdin().is_terminal() => Box::new(Terminal::stdio()),
         (None, false) => {
-            eprintln!("note: stdin is not a terminal, so the research will not pause to ask");
+            eprintln!("note: stdin is not a terminal, so the research will not stop to ask");
             Box::new(NeverAsk)
         }
-    };
-    let mut settings = ResearchSettings {
-        depth: args.depth,
-        breadth: args.breadth.max(1),
-        ..ResearchSettings::default()
-    };
-    settings.pause.base_cost = args.c0;
-    settings.pause.tolerance = args.tol;
-    settings.weights.lambda_explore = args.lambda_explore;
-    settings.weights.lambda_info = args.lambda_info;
+    })
+}
 
-    let mut log = match &args.events {
+/// Runs (or resumes, when `log` holds events) a session to its report, live in the terminal.
+#[allow(clippy::too_many_arguments)]
+pub fn drive(
+    ctx: &Ctx,
+    journal: &mut SessionLog,
+    config: &SessionConfig,
+    llm: &dyn rudder::llm::Llm,
+    embedder: &FastEmbedder,
+    mut sources: Sources,
+    mut interaction: Box<dyn Interaction>,
+    output: &Output,
+    log: &[Envelope],
+) -> anyhow::Result<ExitCode> {
+    let mut event_log = match &output.events {
         Some(path) => Some(std::io::BufWriter::new(
-            std::fs::File::create(path).with_context(|| format!("{}", path.display()))?,
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("{}", path.display()))?,
         )),
         None => None,
     };
-    let live = Live::new(ctx.json);
+    let session_dir = ctx.paths.sessions_dir().join(journal.id.to_string());
+    std::fs::create_dir_all(&session_dir)
+        .with_context(|| format!("creating {}", session_dir.display()))?;
+    let todo_path = session_dir.join("todo.md");
+    let mut live = Live::new(ctx.json, todo_path.clone(), log);
+    let id = journal.id;
+    journal.store.set_status(id, SessionStatus::Running)?;
     let mut sink = |e: &Envelope| {
-        if let Some(w) = log.as_mut() {
+        if let Some(w) = event_log.as_mut() {
             if let Ok(line) = serde_json::to_string(e) {
                 // Flushed per event, so `tail -f` on the log follows the run.
                 let _ = writeln!(w, "{line}").and_then(|_| w.flush());
             }
         }
-        live.show(&e.event);
-    };
-    let brief = Brief {
-        query: args.question.clone(),
-        persona_text: args.persona.clone(),
-        profile: profile_text,
-        checklist: None,
+        live.show(e);
     };
     let mut researcher = Researcher {
-        llm: llm.as_ref(),
-        embedder: &embedder,
+        llm,
+        embedder,
         sources: &mut sources,
         interaction: interaction.as_mut(),
         events: &mut sink,
-        settings,
-        embed_model: embed_name.clone(),
+        journal,
+        settings: config.settings,
+        embed_model: ctx.settings.embed_model.clone(),
     };
-    let outcome = researcher.run(&brief)?;
+    let result = researcher.resume(&config.brief, log);
+    let outcome = match result {
+        Ok(o) => o,
+        Err(e) => {
+            // The log keeps every finished step: say how to go on.
+            let _ = journal.store.set_status(id, SessionStatus::Interrupted);
+            return Err(anyhow::Error::new(e).context(format!(
+                "research session {id} stopped; `rudder sessions resume {id}` continues it"
+            )));
+        }
+    };
     live.bar.finish_and_clear();
-    if let Some(mut w) = log {
+    if let Some(mut w) = event_log {
         w.flush()?;
     }
-
+    let _ = journal.store.set_title(id, &outcome.report.title);
     let report = &outcome.report;
-    match &args.out {
+    let report_path = session_dir.join("report.md");
+    write_report(report, &report_path)?;
+    std::fs::write(
+        &todo_path,
+        outcome.todo.render_markdown(&config.brief.query),
+    )
+    .with_context(|| format!("writing {}", todo_path.display()))?;
+    match &output.out {
         Some(path) => {
-            std::fs::write(path, &report.markdown)
-                .with_context(|| format!("writing {}", path.display()))?;
-            let html = path.with_extension("html");
-            std::fs::write(&html, report.to_html())
-                .with_context(|| format!("writing {}", html.display()))?;
-            eprintln!("report: {} and {}", path.display(), html.display());
+            write_report(report, path)?;
+            eprintln!(
+                "report: {} and {}",
+                path.display(),
+                path.with_extension("html").display()
+            );
         }
         None if !ctx.json => println!("{}", report.markdown),
         None => {}
@@ -213,6 +334,13 @@ pub fn run(ctx: &Ctx, args: ResearchArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
     }
     eprintln!("\n{}", outcome.tree.render());
+    eprintln!(
+        "todo: {} completed, {} canceled (plan version {}) — {}",
+        outcome.todo.count(TaskStatus::Completed),
+        outcome.todo.count(TaskStatus::Canceled),
+        outcome.todo.version,
+        todo_path.display()
+    );
     eprintln!(
         "{:.0} s, {} LLM calls, {} prompt + {} generated tokens, {} pauses, {} words, {} citations",
         outcome.seconds,
@@ -236,6 +364,19 @@ pub fn run(ctx: &Ctx, args: ResearchArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Writes the report as Markdown at `path` and as sanitised HTML next to it.
+pub fn write_report(
+    report: &rudder::research::Report,
+    path: &std::path::Path,
+) -> anyhow::Result<()> {
+    std::fs::write(path, &report.markdown)
+        .with_context(|| format!("writing {}", path.display()))?;
+    let html = path.with_extension("html");
+    std::fs::write(&html, report.to_html())
+        .with_context(|| format!("writing {}", html.display()))?;
+    Ok(())
+}
+
 fn spinner(message: &str) -> ProgressBar {
     let bar = ProgressBar::new_spinner().with_style(
         ProgressStyle::with_template("{spinner} {msg} {elapsed}")
@@ -246,20 +387,32 @@ fn spinner(message: &str) -> ProgressBar {
     bar
 }
 
-/// Prints the tree as it grows and keeps a spinner on the current step.
+/// Prints the tree and the todo plan as they change, keeps a spinner on the current step, and
+/// keeps the session's `todo.md` up to date.
 struct Live {
     bar: ProgressBar,
     quiet: bool,
+    /// The run's state, folded from the events shown (for the todo plan).
+    state: ResearchState,
+    todo_path: PathBuf,
+    todo_version: u64,
 }
 
 impl Live {
-    fn new(quiet: bool) -> Self {
+    fn new(quiet: bool, todo_path: PathBuf, log: &[Envelope]) -> Self {
         let bar = if quiet {
             ProgressBar::hidden()
         } else {
             spinner("starting")
         };
-        Self { bar, quiet }
+        let state = ResearchState::fold(log);
+        Self {
+            bar,
+            quiet,
+            todo_version: state.todo.version,
+            state,
+            todo_path,
+        }
     }
 
     fn line(&self, text: String) {
@@ -274,7 +427,9 @@ impl Live {
         }
     }
 
-    fn show(&self, event: &Event) {
+    fn show(&mut self, envelope: &Envelope) {
+        self.state.apply(envelope);
+        let event = &envelope.event;
         match event {
             Event::Started {
                 sources,
@@ -291,6 +446,13 @@ impl Live {
                         ""
                     }
                 ));
+                self.bar.set_message("thinking of a clarifying question");
+            }
+            Event::ClarifyAsked { .. } => self.bar.set_message("waiting for your answer"),
+            Event::BriefRefined { brief, turns, .. } => {
+                if *turns > 0 {
+                    self.line(format!("brief: {}", one_line(brief, 200)));
+                }
                 self.bar
                     .set_message("inferring what you expect the report to cover");
             }
@@ -301,7 +463,7 @@ impl Live {
                 }
             }
             Event::NodeStarted { id } => {
-                self.bar.set_message(format!("researching node {id}"));
+                self.bar.set_message(format!("researching [{id}]"));
             }
             Event::NodeAdded {
                 id,
@@ -314,7 +476,6 @@ impl Live {
                     "  ".repeat(*depth as usize),
                     one_line(question, 110)
                 ));
-                self.bar.set_message(format!("researching [{id}]"));
             }
             Event::NodeResearched {
                 id,
@@ -327,7 +488,7 @@ impl Live {
                     "    ✓ [{id}] {learnings} learnings from {evidence} passages; tags: {}",
                     tags.join(", ")
                 ));
-                self.bar.set_message("planning the next directions");
+                self.bar.set_message("planning the next step");
             }
             Event::PauseDecided {
                 node,
@@ -358,12 +519,81 @@ impl Live {
                     self.line(format!("    checklist: + {}", one_line(item, 110)));
                 }
             }
+            Event::TaskAdded { task } => {
+                self.line(format!(
+                    "    todo + #{} (p{}, {}) {}",
+                    task.id,
+                    task.priority,
+                    task.provenance.as_str(),
+                    one_line(&task.text, 100)
+                ));
+            }
+            Event::TaskUpdated {
+                id,
+                status,
+                priority,
+                note,
+            } => {
+                // Start and completion show as the node's own lines; the rest is news.
+                let shown = match (status, priority) {
+                    (Some(TaskStatus::Canceled), _) => Some("canceled".to_string()),
+                    (_, Some(p)) => Some(format!("priority {p}")),
+                    _ => None,
+                };
+                if let Some(what) = shown {
+                    self.line(format!(
+                        "    todo #{id} {what}{}",
+                        if note.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({})", one_line(note, 100))
+                        }
+                    ));
+                }
+            }
+            Event::SteeringApplied { messages, summary } => {
+                self.line(format!(
+                    "steering: applied {} message{}: {}",
+                    messages.len(),
+                    if messages.len() == 1 { "" } else { "s" },
+                    one_line(summary, 160)
+                ));
+            }
+            Event::DirectivesAdded { exclusions, focus } => {
+                for x in exclusions {
+                    self.line(format!("    leaving out: {}", one_line(x, 100)));
+                }
+                for f in focus {
+                    self.line(format!("    focusing on: {}", one_line(f, 100)));
+                }
+            }
+            Event::Reflected {
+                level,
+                knowledge_gaps,
+                ..
+            } => {
+                if let Some(l) = level {
+                    self.line(format!(
+                        "reflected on level {l}: {} knowledge gap{}",
+                        knowledge_gaps.len(),
+                        if knowledge_gaps.len() == 1 { "" } else { "s" }
+                    ));
+                }
+                self.bar.set_message("planning the next step");
+            }
             Event::ReportSection { heading, .. } => {
                 self.line(format!("report: section “{}”", one_line(heading, 90)));
                 self.bar.set_message("writing the report");
             }
-            Event::Usage { .. } | Event::Learning { .. } => {}
             _ => {}
+        }
+        if self.state.todo.version != self.todo_version {
+            self.todo_version = self.state.todo.version;
+            // todo.md follows the plan; a write error only loses the live copy.
+            let _ = std::fs::write(
+                &self.todo_path,
+                self.state.todo.render_markdown(&self.state.query),
+            );
         }
         if matches!(
             event,

@@ -7,9 +7,14 @@ use serde::{Deserialize, Serialize};
 use super::interaction::{PauseAnswer, PauseQuestion};
 use super::pause::PauseDecision;
 use super::persona::Persona;
+use super::report::Report;
+use super::steering::Message;
+use super::todo::{Task, TaskStatus};
 use super::tree::{FollowUp, Learning, Origin};
 use super::utility::Utility;
+use crate::clarify::{ClarifyAnswer, ClarifyQuestion};
 use crate::llm::Usage;
+use crate::sources::Evidence;
 
 /// Which part of the loop spent tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -21,6 +26,8 @@ pub enum Stage {
     Alignment,
     Question,
     Report,
+    Clarify,
+    Reflect,
 }
 
 impl Stage {
@@ -32,6 +39,8 @@ impl Stage {
             Stage::Alignment => "alignment",
             Stage::Question => "question",
             Stage::Report => "report",
+            Stage::Clarify => "clarify",
+            Stage::Reflect => "reflect",
         }
     }
 }
@@ -58,6 +67,31 @@ pub enum Event {
         model: String,
         /// True when a configured source sends queries off this machine.
         remote_sources: bool,
+        /// The date the prompts use, fixed for the session so a resumed run sees the same.
+        #[serde(default)]
+        date: String,
+        /// What the user said about themselves, and their query-aware profile.
+        #[serde(default)]
+        persona_text: String,
+        #[serde(default)]
+        profile: String,
+    },
+    /// A clarifying question before research (and the candidates dropped on the way).
+    ClarifyAsked {
+        question: ClarifyQuestion,
+        #[serde(default)]
+        rejected: Vec<crate::clarify::Rejected>,
+    },
+    ClarifyAnswered {
+        turn: usize,
+        answer: ClarifyAnswer,
+    },
+    /// The clarification dialogue summarised (or skipped: then `turns` is 0 and the brief is
+    /// the query).
+    BriefRefined {
+        brief: String,
+        checklist: Vec<String>,
+        turns: usize,
     },
     PersonaSeeded {
         persona: Persona,
@@ -69,6 +103,13 @@ pub enum Event {
         depth: u32,
         question: String,
         origin: Origin,
+        #[serde(default = "one")]
+        confidence: f32,
+        #[serde(default)]
+        tags: Vec<String>,
+        /// Evidence the peek already found for it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        prefetched: Vec<Evidence>,
     },
     NodeStarted {
         id: usize,
@@ -82,6 +123,39 @@ pub enum Event {
         learnings: usize,
         tags: Vec<String>,
         follow_ups: Vec<FollowUp>,
+        /// The passages it was shown (learnings cite them by key).
+        #[serde(default)]
+        sources: Vec<Evidence>,
+    },
+    /// A task joined the plan.
+    TaskAdded {
+        task: Task,
+    },
+    /// A task changed status or priority.
+    TaskUpdated {
+        id: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<TaskStatus>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        priority: Option<u8>,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        note: String,
+    },
+    /// Steering messages applied together by one reflection (each exactly once).
+    SteeringApplied {
+        messages: Vec<Message>,
+        summary: String,
+    },
+    /// New standing exclusions and focus directives.
+    DirectivesAdded {
+        exclusions: Vec<String>,
+        focus: Vec<String>,
+    },
+    /// A reflection finished: after a level of the tree (`level`), or for steering alone.
+    Reflected {
+        level: Option<u32>,
+        knowledge_gaps: Vec<String>,
+        canceled: Vec<usize>,
     },
     /// MMR's choice among the planner's candidates at a frontier node.
     CandidatesSelected {
@@ -118,6 +192,9 @@ pub enum Event {
         title: String,
         words: usize,
         citations: usize,
+        /// The report itself, so a session's log holds everything it produced.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        report: Option<Box<Report>>,
     },
     Usage {
         stage: Stage,
@@ -129,6 +206,10 @@ pub enum Event {
         seconds: f64,
         pauses: u32,
     },
+}
+
+fn one() -> f32 {
+    1.0
 }
 
 /// An event with its position in the stream and when it happened.

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::ResearchError;
+use crate::clarify::{ClarifyAnswer, ClarifyQuestion};
 
 /// A pause question: the candidate directions as numbered one-sentence summaries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -151,7 +152,7 @@ impl PauseAnswer {
     }
 }
 
-/// Something that can answer pause questions.
+/// Something that can answer pause questions and, before research, clarifying ones.
 pub trait Interaction {
     /// Whether asking is possible at all; when not, the rule is still evaluated and logged but
     /// the loop goes on.
@@ -159,6 +160,20 @@ pub trait Interaction {
         true
     }
     fn ask(&mut self, question: &PauseQuestion) -> Result<PauseAnswer, ResearchError>;
+    /// Whether clarifying questions can be asked before research.
+    fn can_clarify(&self) -> bool {
+        false
+    }
+    /// Asks a clarifying question; the default skips clarification.
+    fn clarify(&mut self, _question: &ClarifyQuestion) -> Result<ClarifyAnswer, ResearchError> {
+        Ok(ClarifyAnswer {
+            skip: true,
+            ..ClarifyAnswer::default()
+        })
+    }
+    /// A resumed run tells how many pause and clarification answers its log already holds,
+    /// so scripted answers continue where they were.
+    fn resume(&mut self, _pauses: usize, _clarifications: usize) {}
 }
 
 /// Never asks: the loop runs on its own.
@@ -176,11 +191,35 @@ impl Interaction for NeverAsk {
 
 /// Answers from a list, in order. When the list runs out it answers with nothing (go on with
 /// every direction) and counts it, so a script that is too short is visible but not fatal.
+/// Clarifying questions are answered from their own list; without one, clarification is off.
 #[derive(Debug, Default)]
 pub struct Scripted {
     answers: std::collections::VecDeque<PauseAnswer>,
+    clarifications: Option<std::collections::VecDeque<ScriptedClarification>>,
     pub asked: Vec<PauseQuestion>,
+    pub clarify_asked: Vec<ClarifyQuestion>,
     pub exhausted: usize,
+}
+
+/// A scripted reply to a clarifying question: as typed, or structured.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ScriptedClarification {
+    Reply(String),
+    Structured(ClarifyAnswer),
+}
+
+/// The answers file: a list of pause answers, or both lists.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum ScriptFile {
+    Pauses(Vec<ScriptedAnswer>),
+    Both {
+        #[serde(default)]
+        clarify: Vec<ScriptedClarification>,
+        #[serde(default)]
+        pauses: Vec<ScriptedAnswer>,
+    },
 }
 
 /// One scripted answer in a file: either the structured form or a reply as a user would type it.
@@ -199,6 +238,12 @@ impl Scripted {
         }
     }
 
+    /// Also answers clarifying questions, from `replies` in order ("skip" ends the dialogue).
+    pub fn with_clarifications(mut self, replies: Vec<ScriptedClarification>) -> Self {
+        self.clarifications = Some(replies.into());
+        self
+    }
+
     /// Reads a JSON array of answers: objects `{"chosen": [1, 3], "new_questions": [...],
     /// "text": "..."}` or strings typed as at the terminal (`"1, 3\nNew follow-up questions:
     /// ..."`).
@@ -207,27 +252,62 @@ impl Scripted {
             path: PathBuf::from(path),
             message: e.to_string(),
         })?;
-        let raw: Vec<ScriptedAnswer> =
-            serde_json::from_str(&text).map_err(|e| ResearchError::Input {
-                path: PathBuf::from(path),
-                message: format!(
-                    "line {}, column {}: expected a JSON array of answers: {e}",
-                    e.line(),
-                    e.column()
-                ),
-            })?;
-        Ok(Self::new(
+        let file: ScriptFile = serde_json::from_str(&text).map_err(|e| ResearchError::Input {
+            path: PathBuf::from(path),
+            message: format!(
+                "line {}, column {}: expected a JSON array of answers, or an object with \
+                 \"clarify\" and \"pauses\" arrays: {e}",
+                e.line(),
+                e.column()
+            ),
+        })?;
+        let (clarify, raw) = match file {
+            ScriptFile::Pauses(p) => (None, p),
+            ScriptFile::Both { clarify, pauses } => (Some(clarify), pauses),
+        };
+        let mut scripted = Self::new(
             raw.into_iter()
                 .map(|a| match a {
                     ScriptedAnswer::Reply(s) => PauseAnswer::parse(&s),
                     ScriptedAnswer::Structured(a) => a,
                 })
                 .collect(),
-        ))
+        );
+        scripted.clarifications = clarify.map(Into::into);
+        Ok(scripted)
     }
 }
 
 impl Interaction for Scripted {
+    fn can_clarify(&self) -> bool {
+        self.clarifications.is_some()
+    }
+
+    fn clarify(&mut self, question: &ClarifyQuestion) -> Result<ClarifyAnswer, ResearchError> {
+        self.clarify_asked.push(question.clone());
+        Ok(
+            match self.clarifications.as_mut().and_then(|c| c.pop_front()) {
+                Some(ScriptedClarification::Reply(r)) => ClarifyAnswer::parse(&r, question),
+                Some(ScriptedClarification::Structured(a)) => a,
+                None => ClarifyAnswer {
+                    skip: true,
+                    ..ClarifyAnswer::default()
+                },
+            },
+        )
+    }
+
+    fn resume(&mut self, pauses: usize, clarifications: usize) {
+        for _ in 0..pauses {
+            self.answers.pop_front();
+        }
+        if let Some(c) = self.clarifications.as_mut() {
+            for _ in 0..clarifications {
+                c.pop_front();
+            }
+        }
+    }
+
     fn ask(&mut self, question: &PauseQuestion) -> Result<PauseAnswer, ResearchError> {
         self.asked.push(question.clone());
         Ok(match self.answers.pop_front() {
@@ -266,6 +346,18 @@ impl<R: BufRead, W: Write> Terminal<R, W> {
 }
 
 impl<R: BufRead, W: Write> Interaction for Terminal<R, W> {
+    fn can_clarify(&self) -> bool {
+        true
+    }
+
+    fn clarify(&mut self, question: &ClarifyQuestion) -> Result<ClarifyAnswer, ResearchError> {
+        let io = |e: std::io::Error| ResearchError::Interaction(e.to_string());
+        writeln!(self.output, "\n{}", question.render()).map_err(io)?;
+        let mut line = String::new();
+        self.input.read_line(&mut line).map_err(io)?;
+        Ok(ClarifyAnswer::parse(&line, question))
+    }
+
     fn ask(&mut self, question: &PauseQuestion) -> Result<PauseAnswer, ResearchError> {
         let io = |e: std::io::Error| ResearchError::Interaction(e.to_string());
         writeln!(self.output, "\n{}\n({})", question.render(), question.why).map_err(io)?;

@@ -18,11 +18,15 @@ pub mod node;
 pub mod pause;
 pub mod persona;
 pub mod question;
+pub mod reflect;
 pub mod report;
+pub mod state;
+pub mod steering;
+pub mod todo;
 pub mod tree;
 pub mod utility;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -32,12 +36,17 @@ pub use interaction::{Interaction, NeverAsk, PauseAnswer, PauseQuestion, Scripte
 pub use pause::{PauseDecision, PauseSettings};
 pub use persona::Persona;
 pub use report::Report;
+pub use state::ResearchState;
+pub use steering::{Directives, Journal, MemoryJournal};
+pub use todo::{Provenance, Task, TaskStatus, TodoPlan};
 pub use tree::{FollowUp, Learning, Node, Origin, Tree};
 pub use utility::{TagCounts, Utility, UtilityWeights};
 
+use crate::clarify::{self, ClarifyContext, ClarifySettings};
 use crate::embed::Embedder;
 use crate::llm::{Completion, Llm, Usage};
 use crate::sources::{Evidence, Sources};
+use steering::Message;
 
 /// Errors from a research run.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +66,10 @@ pub enum ResearchError {
     },
     #[error("asking the user failed: {0}")]
     Interaction(String),
+    #[error("steering: {0}")]
+    Steering(String),
+    #[error("{0}")]
+    Session(String),
     #[error("no sources to research: add documents (`rudder docs add DIR`), import history, or enable web search")]
     NoSources,
 }
@@ -97,6 +110,10 @@ pub struct ResearchSettings {
     pub mmr_lambda: f32,
     /// Passages retrieved per node (and per peek).
     pub evidence_per_node: usize,
+    /// Reflect after each level of the tree (knowledge gaps, obsolete tasks).
+    pub reflect: bool,
+    /// Most clarifying questions before research (0 turns clarification off).
+    pub clarify_turns: u32,
 }
 
 impl Default for ResearchSettings {
@@ -108,12 +125,15 @@ impl Default for ResearchSettings {
             weights: UtilityWeights::default(),
             mmr_lambda: 0.0,
             evidence_per_node: 5,
+            reflect: true,
+            clarify_turns: 3,
         }
     }
 }
 
 /// What the research starts from.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Brief {
     pub query: String,
     /// What is known about the user up front (a sentence, or the profile's summary).
@@ -143,6 +163,10 @@ pub struct Outcome {
     pub by_stage: BTreeMap<Stage, StageCost>,
     pub pauses: u32,
     pub seconds: f64,
+    pub todo: TodoPlan,
+    pub directives: Directives,
+    /// Events already in the log when this process took over (0 for a fresh run).
+    pub resumed_at: u64,
 }
 
 /// What the loop works with.
@@ -151,194 +175,528 @@ pub struct Researcher<'a> {
     pub embedder: &'a dyn Embedder,
     pub sources: &'a mut Sources,
     pub interaction: &'a mut dyn Interaction,
+    /// Live events (the terminal, the window).
     pub events: &'a mut dyn EventSink,
+    /// Where each step's events are committed and steering messages queue.
+    pub journal: &'a mut dyn Journal,
     pub settings: ResearchSettings,
     /// The embedding model's name (sources use it to find their stored vectors).
     pub embed_model: String,
 }
 
-/// The mutable state of one run.
+/// One unit of work; the loop commits its events together at the end, so a crash loses at
+/// most the step in flight.
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    Start,
+    Clarify,
+    Seed,
+    /// Apply queued steering messages.
+    Steer(Vec<Message>),
+    /// Reflect on a finished level.
+    Reflect(u32),
+    Research(usize),
+    Plan(usize),
+    Report,
+    Finish,
+}
+
+/// The state of one run plus what the current step has emitted.
 struct Run<'r, 'a> {
     r: &'r mut Researcher<'a>,
-    query: String,
-    profile: String,
-    tree: Tree,
-    learnings: Vec<Learning>,
+    brief: Brief,
+    s: ResearchState,
     learning_vectors: Vec<Vec<f32>>,
-    evidence: BTreeMap<String, Evidence>,
-    tags: TagCounts,
-    persona: Persona,
-    /// Pauses per top-level direction (`None` is the root).
-    pauses: HashMap<Option<usize>, u32>,
-    total_pauses: u32,
-    by_stage: BTreeMap<Stage, StageCost>,
-    seq: u64,
-    date: String,
+    /// Events of the step in flight, committed at its end.
+    buffer: Vec<Envelope>,
+    /// Steering messages the step in flight applies.
+    applying: Vec<i64>,
 }
 
 impl<'a> Researcher<'a> {
     /// Runs the whole loop and writes the report.
     pub fn run(&mut self, brief: &Brief) -> Result<Outcome, ResearchError> {
+        self.resume(brief, &[])
+    }
+
+    /// Continues a run from its committed events (`log`; empty starts afresh): folds them into
+    /// the state and goes on from the next step.
+    pub fn resume(&mut self, brief: &Brief, log: &[Envelope]) -> Result<Outcome, ResearchError> {
         if self.sources.is_empty() {
             return Err(ResearchError::NoSources);
         }
         let started = Instant::now();
-        let mut run = Run {
-            query: brief.query.trim().to_string(),
-            profile: brief.profile.clone(),
-            tree: Tree::new(brief.query.trim()),
-            learnings: Vec::new(),
-            learning_vectors: Vec::new(),
-            evidence: BTreeMap::new(),
-            tags: TagCounts::default(),
-            persona: Persona {
-                text: brief.persona_text.trim().to_string(),
-                checklist: Vec::new(),
-            },
-            pauses: HashMap::new(),
-            total_pauses: 0,
-            by_stage: BTreeMap::new(),
-            seq: 0,
-            date: chrono::Utc::now().format("%Y-%m-%d").to_string(),
-            r: self,
+        let state = ResearchState::fold(log);
+        let texts: Vec<&str> = state.learnings.iter().map(|l| l.text.as_str()).collect();
+        let learning_vectors = if texts.is_empty() {
+            Vec::new()
+        } else {
+            self.embedder.embed(&texts)?
         };
-        run.start(brief)?;
-        let report = run.grow_and_write()?;
-        let usage = run.by_stage.values().fold(Usage::default(), |mut u, s| {
+        let answered_clarify = state.clarify_turns.len();
+        self.interaction
+            .resume(state.answered_pauses, answered_clarify);
+        let mut run = Run {
+            r: self,
+            brief: brief.clone(),
+            s: state,
+            learning_vectors,
+            buffer: Vec::new(),
+            applying: Vec::new(),
+        };
+        if !run.s.finished {
+            run.drive()?;
+        }
+        let report = run.s.report.clone().ok_or_else(|| {
+            ResearchError::Steering("the session finished without a report".into())
+        })?;
+        let usage = run.s.by_stage.values().fold(Usage::default(), |mut u, s| {
             u += s.usage;
             u
         });
-        let seconds = started.elapsed().as_secs_f64();
-        run.emit(Event::Finished {
-            usage,
-            seconds,
-            pauses: run.total_pauses,
-        });
+        let s = run.s;
         Ok(Outcome {
-            tree: run.tree,
-            learnings: run.learnings,
-            evidence: run.evidence,
-            persona: run.persona,
+            tree: s.tree,
+            learnings: s.learnings,
+            evidence: s.evidence,
+            persona: s.persona,
             report,
             usage,
-            by_stage: run.by_stage,
-            pauses: run.total_pauses,
-            seconds,
+            by_stage: s.by_stage,
+            pauses: s.total_pauses,
+            seconds: started.elapsed().as_secs_f64(),
+            todo: s.todo,
+            directives: s.directives,
+            resumed_at: log.len() as u64,
         })
     }
 }
 
 impl Run<'_, '_> {
+    /// Applies an event to the state, shows it, and adds it to the step's commit.
     fn emit(&mut self, event: Event) {
         let envelope = Envelope {
-            seq: self.seq,
+            seq: self.s.next_seq,
             at: chrono::Utc::now(),
             event,
         };
-        self.seq += 1;
+        self.s.apply(&envelope);
         self.r.events.emit(&envelope);
+        self.buffer.push(envelope);
+    }
+
+    fn commit(&mut self) -> Result<(), ResearchError> {
+        if self.buffer.is_empty() && self.applying.is_empty() {
+            return Ok(());
+        }
+        self.r.journal.commit(&self.buffer, &self.applying)?;
+        self.buffer.clear();
+        self.applying.clear();
+        Ok(())
     }
 
     fn account(&mut self, stage: Stage, completion: &Completion) {
-        let cost = self.by_stage.entry(stage).or_default();
-        cost.usage += completion.usage;
-        let seconds = completion.timing.total.as_secs_f64();
-        cost.seconds += seconds;
         self.emit(Event::Usage {
             stage,
             usage: completion.usage,
-            seconds,
+            seconds: completion.timing.total.as_secs_f64(),
         });
     }
 
-    fn start(&mut self, brief: &Brief) -> Result<(), ResearchError> {
-        self.emit(Event::Started {
-            query: self.query.clone(),
+    fn depth_limit(&self) -> u32 {
+        self.r.settings.depth
+    }
+
+    fn drive(&mut self) -> Result<(), ResearchError> {
+        loop {
+            let step = self.next_step()?;
+            tracing::debug!(?step, "research step");
+            match step {
+                Step::Finish => {
+                    if self.finish()? {
+                        return Ok(());
+                    }
+                    // A steering message arrived before the session closed: apply it first.
+                    continue;
+                }
+                Step::Start => self.start(),
+                Step::Clarify => self.clarify()?,
+                Step::Seed => self.seed()?,
+                Step::Steer(messages) => self.reflect(None, messages)?,
+                Step::Reflect(level) => self.reflect(Some(level), Vec::new())?,
+                Step::Research(node) => self.research_node(node)?,
+                Step::Plan(node) => self.plan(node)?,
+                Step::Report => self.write_report()?,
+            }
+            self.commit()?;
+        }
+    }
+
+    /// What to do next, from the state alone (so a resumed run picks up where it stopped).
+    fn next_step(&mut self) -> Result<Step, ResearchError> {
+        if !self.s.started {
+            return Ok(Step::Start);
+        }
+        if self.s.refined.is_none() {
+            return Ok(Step::Clarify);
+        }
+        if !self.s.seeded {
+            return Ok(Step::Seed);
+        }
+        let messages: Vec<Message> = self
+            .r
+            .journal
+            .pending_steering()?
+            .into_iter()
+            .filter(|m| !self.s.applied_steering.contains(&m.id))
+            .collect();
+        if !messages.is_empty() {
+            return Ok(Step::Steer(messages));
+        }
+        // Breadth first: a level is researched, then planned, then reflected on, before the
+        // next level starts; within a level, higher priority first.
+        let limit = self.depth_limit();
+        let depth_of = |s: &ResearchState, node: usize| s.tree.nodes[node].depth;
+        let research_depth = self
+            .s
+            .todo
+            .pending()
+            .iter()
+            .map(|t| depth_of(&self.s, t.node))
+            .min();
+        let plannable = self.s.plannable(limit);
+        let plan_depth = plannable.first().map(|&n| depth_of(&self.s, n));
+        // The deepest level that is researched and planned through.
+        let done_through = research_depth
+            .map(|d| d.saturating_sub(1))
+            .into_iter()
+            .chain(plan_depth.map(|d| d.saturating_sub(1)))
+            .chain([limit])
+            .min()
+            .unwrap_or(limit);
+        // Level 0 is the root alone: planning its follow-ups is what looks for its gaps.
+        if self.r.settings.reflect && done_through > 0 && !self.s.reflected.contains(&done_through)
+        {
+            return Ok(Step::Reflect(done_through));
+        }
+        if let Some(d) = research_depth {
+            if plan_depth.is_none_or(|p| d <= p) {
+                let task = self
+                    .s
+                    .todo
+                    .pending()
+                    .into_iter()
+                    .find(|t| depth_of(&self.s, t.node) == d)
+                    .map(|t| t.node);
+                if let Some(node) = task {
+                    return Ok(Step::Research(node));
+                }
+            }
+        }
+        if let Some(&n) = plannable.first() {
+            return Ok(Step::Plan(n));
+        }
+        if self.s.report.is_none() {
+            return Ok(Step::Report);
+        }
+        Ok(Step::Finish)
+    }
+
+    /// Closes the session unless steering is waiting; returns whether it closed.
+    fn finish(&mut self) -> Result<bool, ResearchError> {
+        let usage = self.s.by_stage.values().fold(Usage::default(), |mut u, s| {
+            u += s.usage;
+            u
+        });
+        let envelope = Envelope {
+            seq: self.s.next_seq,
+            at: chrono::Utc::now(),
+            event: Event::Finished {
+                usage,
+                seconds: self.s.by_stage.values().map(|s| s.seconds).sum(),
+                pauses: self.s.total_pauses,
+            },
+        };
+        if !self
+            .r
+            .journal
+            .finish(std::slice::from_ref(&envelope), &[])?
+        {
+            return Ok(false);
+        }
+        self.s.apply(&envelope);
+        self.r.events.emit(&envelope);
+        Ok(true)
+    }
+
+    fn start(&mut self) {
+        let event = Event::Started {
+            query: self.brief.query.trim().to_string(),
             depth: self.r.settings.depth,
             breadth: self.r.settings.breadth,
             sources: self.r.sources.names(),
             model: self.r.llm.model_name().to_string(),
             remote_sources: self.r.sources.any_remote(),
-        });
-        // The persona starts from what the user said and what their history shows (the
-        // query-aware profile), so planning and scoring see both from the first step.
-        if !self.profile.trim().is_empty() {
-            let from_history = tree::one_line(&self.profile.replace('\n', "; "), 400);
-            self.persona
-                .add_text(&format!("From their history: {from_history}"));
-        }
-        match &brief.checklist {
-            Some(items) => {
-                self.persona.add_items(items);
+            date: chrono::Utc::now().format("%Y-%m-%d").to_string(),
+            persona_text: self.brief.persona_text.trim().to_string(),
+            profile: self.brief.profile.clone(),
+        };
+        self.emit(event);
+    }
+
+    /// One clarification turn; once the dialogue is over (or off), its summary.
+    fn clarify(&mut self) -> Result<(), ResearchError> {
+        let max = self.r.settings.clarify_turns as usize;
+        let settings = ClarifySettings {
+            max_turns: self.r.settings.clarify_turns,
+            ..ClarifySettings::default()
+        };
+        let turns = self.s.clarify_turns.len();
+        let over = max == 0
+            || !self.r.interaction.can_clarify()
+            || turns >= max
+            || self.s.clarify_turns.last().is_some_and(|t| t.answer.skip);
+        if !over {
+            let question = match self.s.clarify_pending.clone() {
+                Some(q) => Some(q),
+                None => {
+                    let ctx = ClarifyContext {
+                        query: &self.s.query,
+                        profile: &self.s.profile,
+                        persona_text: &self.s.persona_text,
+                    };
+                    let proposal = clarify::propose(
+                        self.r.llm,
+                        self.r.embedder,
+                        &ctx,
+                        &self.s.clarify_turns,
+                        &settings,
+                    )?;
+                    for c in &proposal.completions {
+                        self.account(Stage::Clarify, c);
+                    }
+                    if let Some(q) = &proposal.question {
+                        self.emit(Event::ClarifyAsked {
+                            question: q.clone(),
+                            rejected: proposal.rejected.clone(),
+                        });
+                    }
+                    proposal.question
+                }
+            };
+            if let Some(question) = question {
+                let answer = self.r.interaction.clarify(&question)?;
+                self.emit(Event::ClarifyAnswered {
+                    turn: question.turn,
+                    answer: answer.clone(),
+                });
+                if !answer.skip && self.s.clarify_turns.len() < max {
+                    return Ok(());
+                }
             }
-            None => {
-                let (items, completion) =
-                    persona::infer_checklist(self.r.llm, &self.persona.text, &self.query)?;
-                self.account(Stage::Persona, &completion);
-                self.persona.add_items(&items);
-            }
         }
-        self.emit(Event::PersonaSeeded {
-            persona: self.persona.clone(),
-            from_profile: !self.profile.is_empty(),
-        });
-        self.emit(Event::NodeAdded {
-            id: 0,
-            parent: None,
-            depth: 0,
-            question: self.query.clone(),
-            origin: Origin::Root,
+        self.summarise_clarification()
+    }
+
+    fn summarise_clarification(&mut self) -> Result<(), ResearchError> {
+        let answered = self
+            .s
+            .clarify_turns
+            .iter()
+            .filter(|t| !t.answer.choices.is_empty() || !t.answer.text.trim().is_empty())
+            .count();
+        if answered == 0 {
+            let brief = self.s.query.clone();
+            self.emit(Event::BriefRefined {
+                brief,
+                checklist: Vec::new(),
+                turns: self.s.clarify_turns.len(),
+            });
+            return Ok(());
+        }
+        let ctx = ClarifyContext {
+            query: &self.s.query,
+            profile: &self.s.profile,
+            persona_text: &self.s.persona_text,
+        };
+        let (brief, checklist) = match clarify::summarise(self.r.llm, &ctx, &self.s.clarify_turns) {
+            Ok((refined, completion)) => {
+                self.account(Stage::Clarify, &completion);
+                (refined.brief, refined.checklist)
+            }
+            // The answers still count: they go into the brief as the user gave them.
+            Err(ResearchError::Llm(e @ crate::llm::LlmError::InvalidOutput { .. })) => {
+                tracing::warn!("clarification summary unusable: {e}");
+                let answers: Vec<String> = self
+                    .s
+                    .clarify_turns
+                    .iter()
+                    .map(|t| t.answer.describe(&t.question))
+                    .filter(|a| !a.trim().is_empty())
+                    .collect();
+                (
+                    format!("{} ({})", self.s.query, answers.join("; ")),
+                    Vec::new(),
+                )
+            }
+            Err(e) => return Err(e),
+        };
+        self.emit(Event::BriefRefined {
+            brief,
+            checklist,
+            turns: self.s.clarify_turns.len(),
         });
         Ok(())
     }
 
-    fn grow_and_write(&mut self) -> Result<Report, ResearchError> {
-        self.research_node(0, None)?;
-        let mut queue = std::collections::VecDeque::from([0usize]);
-        while let Some(n) = queue.pop_front() {
-            if self.tree.nodes[n].depth >= self.r.settings.depth {
-                continue;
+    /// Seeds the persona from what the user said, their history and the clarification, and
+    /// plants the root.
+    fn seed(&mut self) -> Result<(), ResearchError> {
+        let mut persona = self.s.persona.clone();
+        // The persona starts from what the user said and what their history shows (the
+        // query-aware profile), so planning and scoring see both from the first step.
+        if !self.s.profile.trim().is_empty() {
+            let from_history = tree::one_line(&self.s.profile.replace('\n', "; "), 400);
+            persona.add_text(&format!("From their history: {from_history}"));
+        }
+        let (refined, refined_checklist) = self.s.refined.clone().unwrap_or_default();
+        if !refined.trim().is_empty() && refined.trim() != self.s.query.trim() {
+            persona.add_text(&format!(
+                "What they want: {}",
+                tree::one_line(&refined, 500)
+            ));
+        }
+        match &self.brief.checklist {
+            Some(items) => {
+                persona.add_items(items);
             }
-            for child in self.expand(n)? {
-                queue.push_back(child);
+            None if !refined_checklist.is_empty() => {
+                persona.add_items(&refined_checklist);
+            }
+            None => {
+                let (items, completion) =
+                    persona::infer_checklist(self.r.llm, &persona.text, &self.s.query)?;
+                self.account(Stage::Persona, &completion);
+                persona.add_items(&items);
             }
         }
-        self.write_report()
+        let from_profile = !self.s.profile.is_empty();
+        self.emit(Event::PersonaSeeded {
+            persona,
+            from_profile,
+        });
+        let query = self.s.query.clone();
+        self.emit(Event::NodeAdded {
+            id: 0,
+            parent: None,
+            depth: 0,
+            question: query.clone(),
+            origin: Origin::Root,
+            confidence: 1.0,
+            tags: Vec::new(),
+            prefetched: Vec::new(),
+        });
+        self.add_task_event(0, &query, Provenance::InitialQuery, todo::ROOT_PRIORITY);
+        Ok(())
     }
 
-    fn search(&mut self, query: &str) -> Result<Vec<Evidence>, ResearchError> {
-        let embedder = Some((self.r.embedder, self.r.embed_model.as_str()));
-        Ok(self
-            .r
-            .sources
-            .search(query, self.r.settings.evidence_per_node, embedder)?)
+    fn add_task_event(&mut self, node: usize, text: &str, provenance: Provenance, priority: u8) {
+        let now = chrono::Utc::now();
+        let task = Task {
+            id: self.s.todo.next_id(),
+            text: text.to_string(),
+            priority: todo::clamp_priority(priority),
+            status: TaskStatus::Pending,
+            provenance,
+            node,
+            created_at: now,
+            updated_at: now,
+            note: String::new(),
+        };
+        self.emit(Event::TaskAdded { task });
     }
 
-    /// Researches node `id` over `evidence` (searched now when not given).
-    fn research_node(
+    /// Adds a node under `parent` and the task that researches it.
+    fn add_node(
+        &mut self,
+        parent: usize,
+        follow_up: &FollowUp,
+        origin: Origin,
+        prefetched: Vec<Evidence>,
+        provenance: Provenance,
+        priority: u8,
+    ) -> usize {
+        let id = self.s.tree.nodes.len();
+        self.emit(Event::NodeAdded {
+            id,
+            parent: Some(parent),
+            depth: self.s.tree.nodes[parent].depth + 1,
+            question: follow_up.question.clone(),
+            origin,
+            confidence: follow_up.confidence,
+            tags: follow_up.tags.clone(),
+            prefetched,
+        });
+        self.add_task_event(id, &follow_up.question, provenance, priority);
+        id
+    }
+
+    fn update_task(
         &mut self,
         id: usize,
-        evidence: Option<Vec<Evidence>>,
-    ) -> Result<(), ResearchError> {
-        self.tree.nodes[id].status = tree::Status::Researching;
-        self.emit(Event::NodeStarted { id });
-        let question = self.tree.nodes[id].question.clone();
-        let evidence = match evidence {
-            Some(e) => e,
-            None => self.search(&question)?,
+        status: Option<TaskStatus>,
+        priority: Option<u8>,
+        note: &str,
+    ) {
+        self.emit(Event::TaskUpdated {
+            id,
+            status,
+            priority,
+            note: note.to_string(),
+        });
+    }
+
+    /// Retrieval under the standing directives: excluded passages dropped, focused first.
+    fn search(&mut self, query: &str) -> Result<Vec<Evidence>, ResearchError> {
+        let embedder = Some((self.r.embedder, self.r.embed_model.as_str()));
+        let limit = self.r.settings.evidence_per_node;
+        let wanted = if self.s.directives.is_empty() {
+            limit
+        } else {
+            limit * 2
         };
-        let leaf = self.tree.nodes[id].depth >= self.r.settings.depth;
-        let seen = self.tags.seen();
+        let found = self.r.sources.search(query, wanted, embedder)?;
+        Ok(self.s.directives.filter_evidence(found, limit))
+    }
+
+    /// Researches node `id` over its prefetched evidence, or searches for it.
+    fn research_node(&mut self, id: usize) -> Result<(), ResearchError> {
+        let task = self.s.todo.for_node(id).map(|t| t.id);
+        if let Some(t) = task {
+            self.update_task(t, Some(TaskStatus::InProgress), None, "");
+        }
+        self.emit(Event::NodeStarted { id });
+        let question = self.s.tree.nodes[id].question.clone();
+        let prefetched = std::mem::take(&mut self.s.tree.nodes[id].prefetched);
+        let evidence = if prefetched.is_empty() {
+            self.search(&question)?
+        } else {
+            let limit = self.r.settings.evidence_per_node;
+            self.s.directives.filter_evidence(prefetched, limit)
+        };
+        let leaf = self.s.is_leaf(id, self.depth_limit());
+        let seen = self.s.tags.seen();
+        let directives = self.s.directives.prompt_text();
         let ctx = node::NodeContext {
-            query: &self.query,
+            query: &self.s.query,
             question: &question,
-            persona: &self.persona,
+            persona: &self.s.persona,
             seen_tags: &seen,
-            directives: "",
-            current_date: &self.date,
+            directives: &directives,
+            current_date: &self.s.date,
             leaf,
         };
-        let findings = match node::research(self.r.llm, &ctx, &evidence) {
+        let mut findings = match node::research(self.r.llm, &ctx, &evidence) {
             Ok((findings, completion)) => {
                 self.account(Stage::Research, &completion);
                 findings
@@ -351,13 +709,14 @@ impl Run<'_, '_> {
             }
             Err(e) => return Err(e),
         };
+        // Standing exclusions hold for what is learned and planned, too.
+        let directives = self.s.directives.clone();
+        findings.learnings.retain(|(t, _)| !directives.excludes(t));
+        findings
+            .follow_ups
+            .retain(|f| !directives.excludes(&f.question));
 
         let keys: Vec<String> = evidence.iter().map(|e| e.target.key()).collect();
-        for e in &evidence {
-            self.evidence
-                .entry(e.target.key())
-                .or_insert_with(|| e.clone());
-        }
         let texts: Vec<&str> = findings.learnings.iter().map(|(t, _)| t.as_str()).collect();
         let vectors = if texts.is_empty() {
             Vec::new()
@@ -366,47 +725,50 @@ impl Run<'_, '_> {
         };
         for ((text, idx), vector) in findings.learnings.iter().zip(vectors) {
             let learning = Learning {
-                id: self.learnings.len(),
+                id: self.s.learnings.len(),
                 node: id,
                 text: text.clone(),
                 sources: idx.iter().map(|&i| keys[i].clone()).collect(),
             };
-            self.tree.nodes[id].learnings.push(learning.id);
-            self.learnings.push(learning.clone());
             self.learning_vectors.push(vector);
             self.emit(Event::Learning { learning });
         }
-        let node = &mut self.tree.nodes[id];
-        for t in findings.tags {
-            if !node.tags.contains(&t) {
-                node.tags.push(t);
-            }
-        }
-        node.evidence = keys;
-        node.follow_ups = if leaf {
-            Vec::new()
-        } else {
-            findings.follow_ups
-        };
-        node.status = tree::Status::Done;
-        let tags = node.tags.clone();
-        self.tags.record(tags.iter().map(String::as_str));
-        let event = Event::NodeResearched {
+        let learnings = findings.learnings.len();
+        self.emit(Event::NodeResearched {
             id,
-            evidence: self.tree.nodes[id].evidence.len(),
-            learnings: self.tree.nodes[id].learnings.len(),
-            tags,
-            follow_ups: self.tree.nodes[id].follow_ups.clone(),
-        };
-        self.emit(event);
+            evidence: evidence.len(),
+            learnings,
+            tags: findings.tags,
+            follow_ups: if leaf {
+                Vec::new()
+            } else {
+                findings.follow_ups
+            },
+            sources: evidence,
+        });
+        if let Some(t) = task {
+            self.update_task(t, Some(TaskStatus::Completed), None, "");
+        }
         Ok(())
     }
 
-    /// Plans, scores and decides at frontier node `n`, then researches the children it keeps.
-    fn expand(&mut self, n: usize) -> Result<Vec<usize>, ResearchError> {
-        let candidates = self.tree.nodes[n].follow_ups.clone();
+    /// Plans, scores and decides at frontier node `n`, and adds the children it keeps as
+    /// tasks.
+    fn plan(&mut self, n: usize) -> Result<(), ResearchError> {
+        let directives = self.s.directives.clone();
+        let candidates: Vec<FollowUp> = self.s.tree.nodes[n]
+            .follow_ups
+            .iter()
+            .filter(|c| !directives.excludes(&c.question))
+            .cloned()
+            .collect();
         if candidates.is_empty() {
-            return Ok(Vec::new());
+            self.emit(Event::CandidatesSelected {
+                node: n,
+                candidates,
+                selected: Vec::new(),
+            });
+            return Ok(());
         }
         let settings = self.r.settings;
         let k = settings.breadth.max(1) as usize;
@@ -430,10 +792,10 @@ impl Run<'_, '_> {
         }
 
         // Utility of each candidate.
-        let parent_findings: Vec<String> = self.tree.nodes[n]
+        let parent_findings: Vec<String> = self.s.tree.nodes[n]
             .learnings
             .iter()
-            .map(|&l| self.learnings[l].text.clone())
+            .map(|&l| self.s.learnings[l].text.clone())
             .collect();
         let views: Vec<align::CandidateView<'_>> = chosen
             .iter()
@@ -444,11 +806,11 @@ impl Run<'_, '_> {
             })
             .collect();
         let (scores, completion) =
-            align::score(self.r.llm, &self.persona, &parent_findings, &views)?;
+            align::score(self.r.llm, &self.s.persona, &parent_findings, &views)?;
         self.account(Stage::Alignment, &completion);
         let parent_alignment = utility::alignment(&scores.current);
         let centroid = utility::mean_vector(&self.learning_vectors);
-        let child_depth = self.tree.nodes[n].depth + 1;
+        let child_depth = self.s.tree.nodes[n].depth + 1;
         let mut scored = Vec::with_capacity(chosen.len());
         let mut values = Vec::with_capacity(chosen.len());
         for (i, c) in chosen.iter().enumerate() {
@@ -465,7 +827,7 @@ impl Run<'_, '_> {
             let u = Utility::new(
                 utility::alignment(&scores.candidates[i]),
                 parent_alignment,
-                utility::explore(&c.tags, &self.tags, settings.weights.explore_epsilon),
+                utility::explore(&c.tags, &self.s.tags, settings.weights.explore_epsilon),
                 utility::info_gain(evidence_mean.as_deref(), centroid.as_deref()),
                 &settings.weights,
             );
@@ -484,14 +846,23 @@ impl Run<'_, '_> {
         }
 
         // Pause rule: the root counts as its own direction; below it, the tolerance is shared
-        // by the active top-level directions.
-        let direction = self.tree.nodes[n].direction;
+        // by the active top-level directions that grow (steering and gap nodes do not).
+        let direction = self.s.tree.nodes[n].direction;
         let active = if direction.is_none() {
             1
         } else {
-            self.tree.directions().len().max(1) as u32
+            self.s
+                .tree
+                .directions()
+                .iter()
+                .filter(|&&d| {
+                    let node = &self.s.tree.nodes[d];
+                    node.origin.expands() && node.status != tree::Status::Canceled
+                })
+                .count()
+                .max(1) as u32
         };
-        let pauses_here = self.pauses.get(&direction).copied().unwrap_or(0);
+        let pauses_here = self.s.pauses.get(&direction).copied().unwrap_or(0);
         let decision = pause::decide(&values, &settings.pause, pauses_here, active);
         let asked = decision.ask && self.r.interaction.can_ask();
         tracing::info!(node = n, "{}", decision.explain());
@@ -503,20 +874,31 @@ impl Run<'_, '_> {
             asked,
         });
 
-        let mut expand: Vec<(FollowUp, Origin, Option<Vec<Evidence>>)> = Vec::new();
-        let origin_of = |c: &FollowUp| {
-            if c.wild_card {
+        struct Child {
+            follow_up: FollowUp,
+            origin: Origin,
+            prefetched: Vec<Evidence>,
+            provenance: Provenance,
+            priority: u8,
+        }
+        let planned = |c: FollowUp, peek: Vec<Evidence>| Child {
+            origin: if c.wild_card {
                 Origin::WildCard
             } else {
                 Origin::Planned
-            }
+            },
+            priority: todo::priority_from_confidence(c.confidence),
+            follow_up: c,
+            prefetched: peek,
+            provenance: Provenance::InitialQuery,
         };
+        let mut children: Vec<Child> = Vec::new();
         if asked {
             let questions: Vec<String> = chosen.iter().map(|c| c.question.clone()).collect();
             let (question, completion) = question::generate(
                 self.r.llm,
-                &self.query,
-                &self.persona,
+                &self.s.query,
+                &self.s.persona,
                 n,
                 &questions,
                 decision.explain(),
@@ -528,93 +910,315 @@ impl Run<'_, '_> {
             let mut answer = self.r.interaction.ask(&question)?;
             answer.chosen.retain(|&c| c >= 1 && c <= chosen.len());
             answer.new_questions.retain(|q| !q.trim().is_empty());
-            *self.pauses.entry(direction).or_insert(0) += 1;
-            self.total_pauses += 1;
             self.emit(Event::Answer {
                 node: n,
                 answer: answer.clone(),
             });
             if answer.chosen.is_empty() && answer.new_questions.is_empty() {
                 // Nothing picked: the user let the system go on with every direction.
-                for (c, p) in chosen.into_iter().zip(peeks) {
-                    let o = origin_of(&c);
-                    expand.push((c, o, Some(p)));
-                }
+                children.extend(chosen.into_iter().zip(peeks).map(|(c, p)| planned(c, p)));
             } else {
-                let mut peeks: Vec<Option<Vec<Evidence>>> = peeks.into_iter().map(Some).collect();
+                let mut peeks: Vec<Vec<Evidence>> = peeks;
                 for &i in &answer.chosen {
-                    let c = chosen[i - 1].clone();
-                    let o = origin_of(&c);
-                    expand.push((c, o, peeks[i - 1].take()));
+                    let mut child =
+                        planned(chosen[i - 1].clone(), std::mem::take(&mut peeks[i - 1]));
+                    child.provenance = Provenance::UserPause;
+                    child.priority = todo::ROOT_PRIORITY;
+                    children.push(child);
                 }
                 for q in &answer.new_questions {
-                    expand.push((
-                        FollowUp {
+                    children.push(Child {
+                        follow_up: FollowUp {
                             question: q.trim().to_string(),
                             confidence: 1.0,
                             tags: Vec::new(),
                             wild_card: false,
                         },
-                        Origin::User,
-                        None,
-                    ));
+                        origin: Origin::User,
+                        prefetched: Vec::new(),
+                        provenance: Provenance::UserPause,
+                        priority: todo::STEERING_PRIORITY,
+                    });
                 }
             }
             if !answer.is_empty() {
-                let before = self.persona.clone();
+                let mut persona = self.s.persona.clone();
+                let before = persona.clone();
                 let (update, completion) =
-                    persona::update(self.r.llm, &mut self.persona, &answer.describe(&question))?;
+                    persona::update(self.r.llm, &mut persona, &answer.describe(&question))?;
                 self.account(Stage::Persona, &completion);
-                let added_items: Vec<String> = self
-                    .persona
-                    .checklist
-                    .iter()
-                    .filter(|c| !before.checklist.contains(c))
-                    .cloned()
-                    .collect();
-                let added_text = if self.persona.text != before.text {
-                    update.additional_persona_info.trim().to_string()
-                } else {
-                    String::new()
-                };
-                self.emit(Event::PersonaUpdated {
-                    persona: self.persona.clone(),
-                    added_text,
-                    added_items,
-                });
+                self.emit_persona_update(before, persona, update.additional_persona_info.trim());
             }
         } else {
-            for (c, p) in chosen.into_iter().zip(peeks) {
-                let o = origin_of(&c);
-                expand.push((c, o, Some(p)));
+            children.extend(chosen.into_iter().zip(peeks).map(|(c, p)| planned(c, p)));
+        }
+
+        for c in children {
+            self.add_node(
+                n,
+                &c.follow_up,
+                c.origin,
+                c.prefetched,
+                c.provenance,
+                c.priority,
+            );
+        }
+        Ok(())
+    }
+
+    fn emit_persona_update(&mut self, before: Persona, persona: Persona, info: &str) {
+        if persona == before {
+            return;
+        }
+        let added_items: Vec<String> = persona
+            .checklist
+            .iter()
+            .filter(|c| !before.checklist.contains(c))
+            .cloned()
+            .collect();
+        let added_text = if persona.text != before.text {
+            info.to_string()
+        } else {
+            String::new()
+        };
+        self.emit(Event::PersonaUpdated {
+            persona,
+            added_text,
+            added_items,
+        });
+    }
+
+    /// Reflection: applies queued steering messages (`messages`, a snapshot — anything that
+    /// arrives meanwhile waits for the next boundary) and, at the end of a level, turns
+    /// knowledge gaps into tasks and cancels obsolete ones.
+    fn reflect(&mut self, level: Option<u32>, messages: Vec<Message>) -> Result<(), ResearchError> {
+        let pending: Vec<Task> = self.s.todo.pending().into_iter().cloned().collect();
+        let completed: Vec<Task> = self
+            .s
+            .todo
+            .tasks
+            .iter()
+            .filter(|t| t.status == TaskStatus::Completed)
+            .cloned()
+            .collect();
+        let findings: Vec<String> = self.s.learnings.iter().map(|l| l.text.clone()).collect();
+        let directives_text = self.s.directives.prompt_text();
+        let pending_refs: Vec<&Task> = pending.iter().collect();
+        let completed_refs: Vec<&Task> = completed.iter().collect();
+        let input = reflect::ReflectInput {
+            query: &self.s.query,
+            persona: &self.s.persona,
+            directives: &directives_text,
+            current_date: &self.s.date,
+            findings: &findings,
+            pending: &pending_refs,
+            completed: &completed_refs,
+            messages: &messages,
+            gaps: level.is_some(),
+        };
+        let reflection = match reflect::reflect(self.r.llm, &input) {
+            Ok((r, completion)) => {
+                self.account(Stage::Reflect, &completion);
+                r
+            }
+            // The messages are still applied from what they say plainly.
+            Err(ResearchError::Llm(e @ crate::llm::LlmError::InvalidOutput { .. })) => {
+                tracing::warn!("reflection output unusable: {e}");
+                reflect::Reflection::default()
+            }
+            Err(e) => return Err(e),
+        };
+
+        let mut exclusions = Vec::new();
+        let mut focus = Vec::new();
+        let mut new_tasks = Vec::new();
+        for m in &messages {
+            let parsed = steering::parse_message(&m.text);
+            exclusions.extend(parsed.exclusions);
+            focus.extend(parsed.focus);
+            new_tasks.extend(parsed.tasks);
+        }
+        let summary = if messages.is_empty() {
+            String::new()
+        } else if reflection.steering_summary.trim().is_empty() {
+            messages
+                .iter()
+                .map(|m| tree::one_line(&m.text, 200))
+                .collect::<Vec<_>>()
+                .join("; ")
+        } else {
+            reflection.steering_summary.trim().to_string()
+        };
+        if !messages.is_empty() {
+            exclusions.extend(reflection.exclude.iter().cloned());
+            focus.extend(reflection.focus.iter().cloned());
+            new_tasks.extend(reflection.add_tasks.iter().cloned());
+            self.applying = messages.iter().map(|m| m.id).collect();
+            self.emit(Event::SteeringApplied {
+                messages: messages.clone(),
+                summary: summary.clone(),
+            });
+        }
+        let added = self.s.directives.clone().extend(&exclusions, &focus);
+        if !added.is_empty() {
+            self.emit(Event::DirectivesAdded {
+                exclusions: added.exclusions,
+                focus: added.focus,
+            });
+        }
+
+        // Cancel what the user excluded, then what reflection found obsolete.
+        let mut canceled = Vec::new();
+        for t in &pending {
+            if self.s.directives.excludes(&t.text) {
+                self.update_task(
+                    t.id,
+                    Some(TaskStatus::Canceled),
+                    None,
+                    "excluded by steering",
+                );
+                canceled.push(t.id);
+            }
+        }
+        let why = if summary.is_empty() {
+            "obsolete after reflection".to_string()
+        } else {
+            format!("steering: {}", tree::one_line(&summary, 120))
+        };
+        for &id in &reflection.cancel_tasks {
+            if !canceled.contains(&id) {
+                self.update_task(id, Some(TaskStatus::Canceled), None, &why);
+                canceled.push(id);
+            }
+        }
+        if !messages.is_empty() {
+            for p in &reflection.reprioritise {
+                if !canceled.contains(&p.task) {
+                    self.update_task(p.task, None, Some(p.priority), &why);
+                }
             }
         }
 
-        let mut children = Vec::with_capacity(expand.len());
-        for (follow_up, origin, evidence) in expand {
-            let id = self.tree.add_child(n, &follow_up, origin);
-            self.emit(Event::NodeAdded {
-                id,
-                parent: Some(n),
-                depth: self.tree.nodes[id].depth,
-                question: follow_up.question.clone(),
-                origin,
-            });
-            self.research_node(id, evidence)?;
-            children.push(id);
+        // New tasks: the user's requests under the root, knowledge gaps under the node of
+        // the finished level they are closest to.
+        for text in new_tasks {
+            if self.is_new_task(&text) {
+                let f = FollowUp {
+                    question: tree::one_line(&text, 200),
+                    confidence: 1.0,
+                    tags: Vec::new(),
+                    wild_card: false,
+                };
+                self.add_node(
+                    0,
+                    &f,
+                    Origin::Steering,
+                    Vec::new(),
+                    Provenance::Steering,
+                    todo::STEERING_PRIORITY,
+                );
+            }
         }
-        Ok(children)
+        let mut gaps = Vec::new();
+        if let Some(level) = level {
+            for gap in reflection.knowledge_gaps.iter().take(reflect::MAX_GAPS) {
+                if !self.is_new_task(gap) {
+                    continue;
+                }
+                let parent = self.gap_parent(gap, level)?;
+                let f = FollowUp {
+                    question: tree::one_line(gap, 200),
+                    confidence: 0.7,
+                    tags: Vec::new(),
+                    wild_card: false,
+                };
+                self.add_node(
+                    parent,
+                    &f,
+                    Origin::Gap,
+                    Vec::new(),
+                    Provenance::KnowledgeGap,
+                    todo::GAP_PRIORITY,
+                );
+                gaps.push(f.question);
+            }
+        }
+
+        if !messages.is_empty() {
+            let before = self.s.persona.clone();
+            let mut persona = before.clone();
+            persona.add_text(&reflection.persona_info);
+            persona.add_items(&reflection.new_checklist_items);
+            self.emit_persona_update(before, persona, reflection.persona_info.trim());
+        }
+        self.emit(Event::Reflected {
+            level,
+            knowledge_gaps: gaps,
+            canceled,
+        });
+        Ok(())
     }
 
-    fn write_report(&mut self) -> Result<Report, ResearchError> {
+    /// Whether `text` asks for something no task already covers and nothing excludes.
+    fn is_new_task(&self, text: &str) -> bool {
+        let t = text.trim().to_lowercase();
+        t.chars().count() >= 3
+            && !self.s.directives.excludes(text)
+            && !self.s.todo.tasks.iter().any(|task| {
+                let other = task.text.trim().to_lowercase();
+                other == t || other.contains(&t) || t.contains(&other)
+            })
+    }
+
+    /// The researched node of `level` (or the one above the depth limit) closest to `gap`.
+    fn gap_parent(&mut self, gap: &str, level: u32) -> Result<usize, ResearchError> {
+        let depth = level.min(self.depth_limit().saturating_sub(1));
+        let nodes: Vec<usize> = self
+            .s
+            .tree
+            .nodes
+            .iter()
+            .filter(|n| n.depth == depth && n.status == tree::Status::Done)
+            .map(|n| n.id)
+            .collect();
+        if nodes.len() <= 1 {
+            return Ok(nodes.first().copied().unwrap_or(0));
+        }
+        let mut texts: Vec<&str> = vec![gap];
+        texts.extend(
+            nodes
+                .iter()
+                .map(|&n| self.s.tree.nodes[n].question.as_str()),
+        );
+        let vectors = self.r.embedder.embed(&texts)?;
+        let best = (1..vectors.len())
+            .max_by(|&a, &b| {
+                crate::embed::cosine(&vectors[0], &vectors[a])
+                    .total_cmp(&crate::embed::cosine(&vectors[0], &vectors[b]))
+            })
+            .unwrap_or(1);
+        Ok(nodes[best - 1])
+    }
+
+    fn write_report(&mut self) -> Result<(), ResearchError> {
+        // The report leaves out canceled directions and what the user excluded.
+        let mut tree = self.s.tree.clone();
+        let statuses: Vec<tree::Status> = tree.nodes.iter().map(|n| n.status).collect();
+        tree.nodes[0]
+            .children
+            .retain(|&c| statuses[c] != tree::Status::Canceled);
+        for node in &mut tree.nodes {
+            node.learnings
+                .retain(|&l| !self.s.directives.excludes(&self.s.learnings[l].text));
+        }
         let input = report::ReportInput {
-            query: &self.query,
-            persona: &self.persona,
-            profile: &self.profile,
-            tree: &self.tree,
-            learnings: &self.learnings,
-            evidence: &self.evidence,
-            current_date: &self.date,
+            query: &self.s.query,
+            persona: &self.s.persona,
+            profile: &self.s.profile,
+            tree: &tree,
+            learnings: &self.s.learnings,
+            evidence: &self.s.evidence,
+            current_date: &self.s.date,
         };
         let mut sections = Vec::new();
         let (report, completions) = report::write(self.r.llm, &input, &mut |i, h| {
@@ -630,7 +1234,8 @@ impl Run<'_, '_> {
             title: report.title.clone(),
             words: report.words(),
             citations: report.references.len(),
+            report: Some(Box::new(report)),
         });
-        Ok(report)
+        Ok(())
     }
 }

@@ -14,6 +14,18 @@ pub enum Origin {
     WildCard,
     /// Written by the user in a pause answer.
     User,
+    /// Asked for in a steering message.
+    Steering,
+    /// A knowledge gap found by reflection.
+    Gap,
+}
+
+impl Origin {
+    /// Steering and knowledge-gap nodes answer one specific need: they are researched but
+    /// not expanded further, which keeps a steered run's length predictable.
+    pub fn expands(self) -> bool {
+        !matches!(self, Origin::Steering | Origin::Gap)
+    }
 }
 
 /// Where a node is in its life.
@@ -23,6 +35,8 @@ pub enum Status {
     Pending,
     Researching,
     Done,
+    /// Its task was canceled (by steering or reflection) before it was researched.
+    Canceled,
 }
 
 /// A follow-up question the planner proposed at a node.
@@ -66,6 +80,9 @@ pub struct Node {
     /// Follow-ups proposed after researching it (empty for leaves).
     pub follow_ups: Vec<FollowUp>,
     pub children: Vec<usize>,
+    /// Evidence found when the node was planned (the peek), reused when it is researched.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prefetched: Vec<crate::sources::Evidence>,
 }
 
 /// The whole tree, nodes indexed by id (the root is 0).
@@ -91,6 +108,7 @@ impl Tree {
                 evidence: Vec::new(),
                 follow_ups: Vec::new(),
                 children: Vec::new(),
+                prefetched: Vec::new(),
             }],
         }
     }
@@ -122,6 +140,7 @@ impl Tree {
             evidence: Vec::new(),
             follow_ups: Vec::new(),
             children: Vec::new(),
+            prefetched: Vec::new(),
         });
         self.nodes[parent].children.push(id);
         id
@@ -156,10 +175,13 @@ impl Tree {
             Status::Pending => "…",
             Status::Researching => "→",
             Status::Done => "✓",
+            Status::Canceled => "✗",
         };
         let origin = match n.origin {
             Origin::WildCard => " (wild card)",
             Origin::User => " (yours)",
+            Origin::Steering => " (steering)",
+            Origin::Gap => " (knowledge gap)",
             _ => "",
         };
         out.push_str(&format!(

@@ -11,13 +11,21 @@ use serde_json::json;
 
 /// Scores the scripted alignment call returns: (candidate index, checklist items) → scores.
 pub type AlignFn = Box<dyn Fn(usize, usize) -> Vec<u8> + Send + Sync>;
+/// The reflection's JSON for a reflection prompt.
+pub type ReflectFn = Box<dyn Fn(&str) -> serde_json::Value + Send + Sync>;
 
 pub struct ScriptedLlm {
     pub align: AlignFn,
+    /// Answers reflection prompts; by default nothing changes, and steering messages are
+    /// summarised as "The user asked: …".
+    pub reflect: Option<ReflectFn>,
+    /// Time each call takes, so other threads and processes can act mid-run.
+    pub delay: std::time::Duration,
+    /// Once set, every call hangs (a process to be killed mid-step waits here).
+    pub freeze: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// Prompt kinds whose output is cut off mid-JSON, as when `max_tokens` runs out.
     pub truncate: Vec<&'static str>,
     pub calls: Mutex<Vec<&'static str>>,
-    counter: Mutex<usize>,
 }
 
 impl ScriptedLlm {
@@ -29,9 +37,11 @@ impl ScriptedLlm {
     pub fn with_alignment(align: AlignFn) -> Self {
         Self {
             align,
+            reflect: None,
+            delay: std::time::Duration::ZERO,
+            freeze: None,
             truncate: Vec::new(),
             calls: Mutex::new(Vec::new()),
-            counter: Mutex::new(0),
         }
     }
 
@@ -43,6 +53,15 @@ impl ScriptedLlm {
             .filter(|k| **k == kind)
             .count()
     }
+}
+
+/// A number from 1 to 9999 that depends only on `text` (FNV-1a).
+fn stable_number(text: &str) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in text.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x100000001b3);
+    }
+    h % 9999 + 1
 }
 
 fn after<'a>(text: &'a str, marker: &str) -> &'a str {
@@ -84,7 +103,34 @@ impl Llm for ScriptedLlm {
         _cancel: &CancelToken,
     ) -> Result<Completion, LlmError> {
         let prompt = &request.messages.last().unwrap().content;
-        let (kind, value) = if prompt.contains("list 4 to 6 specific checklist items") {
+        if !self.delay.is_zero() {
+            std::thread::sleep(self.delay);
+        }
+        if let Some(f) = &self.freeze {
+            while f.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+        let (kind, value) = if prompt.contains("keeping the todo plan of a research project") {
+            let value = match &self.reflect {
+                Some(f) => f(prompt),
+                None => {
+                    let messages: Vec<String> =
+                        after(prompt, "USER STEERING MESSAGES, sent while the research was running (most important):")
+                            .lines()
+                            .map(str::trim)
+                            .take_while(|l| !l.is_empty())
+                            .map(|l| l.split_once(". ").map(|(_, t)| t).unwrap_or(l).to_string())
+                            .collect();
+                    if messages.is_empty() {
+                        json!({})
+                    } else {
+                        json!({"steering_summary": format!("The user asked: {}", messages.join(" / "))})
+                    }
+                }
+            };
+            ("reflect", value)
+        } else if prompt.contains("list 4 to 6 specific checklist items") {
             (
                 "checklist",
                 json!({"checklist_items": ["Covers the cost", "Covers safety", "Covers history", "Covers daily practice"]}),
@@ -92,9 +138,9 @@ impl Llm for ScriptedLlm {
         } else if prompt.contains("Search results (numbered passages):") {
             let question = line_after(prompt, "Research question:");
             let passages = numbered(prompt, "Search results (numbered passages):");
-            let mut c = self.counter.lock().unwrap();
-            *c += 1;
-            let n = *c;
+            // Numbered by the question, not by call order, so a resumed run (a new process)
+            // writes exactly what an uninterrupted one would.
+            let n = stable_number(&question);
             let learnings = if passages == 0 {
                 json!([])
             } else {
@@ -117,6 +163,31 @@ impl Llm for ScriptedLlm {
                     json!({"question": format!("Which poems mention tea {n}?"), "confidence": 4});
             }
             ("node", v)
+        } else if prompt.contains("you ask the user ONE short clarifying question") {
+            let asked = after(prompt, "Already asked (do not ask again):")
+                .lines()
+                .filter(|l| l.starts_with("- "))
+                .count();
+            let questions = [
+                "Do you brew tea for yourself every day, or for guests?",
+                "How much do you want to spend on tea to brew each month?",
+                "Should the report compare green, black and oolong tea brewing?",
+            ];
+            (
+                "clarify",
+                json!({
+                    "question": questions[asked.min(2)],
+                    "suggested_answers": ["For myself", "For guests", "Both"],
+                }),
+            )
+        } else if prompt.contains("answered clarifying questions. Summarise what they want") {
+            (
+                "clarify_summary",
+                json!({
+                    "brief": "Brew tea at home for guests, on a small budget.",
+                    "checklist_items": ["Covers brewing for guests", "Covers the cost of tea"],
+                }),
+            )
         } else if prompt.contains("candidate research directions") {
             let items: usize = after(prompt, "Checklist items to evaluate (")
                 .split(' ')
