@@ -410,6 +410,16 @@ fn scratch_prompts() {
             .unwrap();
         schema["properties"][&field] = q;
         schema["required"] = serde_json::json!([field, "suggested_answers"]);
+        if field == "summary" {
+            schema = serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "brief": {"type": "string", "minLength": 10, "maxLength": 600},
+                    "checklist_items": {"type": "array", "items": {"type": "string", "minLength": 3, "maxLength": 120}, "minItems": 3, "maxItems": 6},
+                },
+                "required": ["brief", "checklist_items"],
+            });
+        }
         if let Ok(aspects) = std::env::var("ASPECT_ENUM") {
             let list: Vec<&str> = aspects.split(',').collect();
             schema["properties"]["aspect"] = serde_json::json!({"enum": list});
@@ -418,7 +428,7 @@ fn scratch_prompts() {
         let request = rudder::llm::Request {
             messages: vec![rudder::llm::Message::user(prompt)],
             options: rudder::llm::GenerationOptions {
-                max_tokens: 640,
+                max_tokens: 1500,
                 temperature: 0.0,
                 ..Default::default()
             },

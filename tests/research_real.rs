@@ -94,6 +94,19 @@ fn a_real_run_ends_in_a_report_whose_every_citation_resolves() {
     let report = &outcome.report;
     assert!(!report.title.is_empty());
     assert!(!outcome.learnings.is_empty());
+    // The real model reflected once, after the last level, and every node was a task.
+    let reflections = events
+        .0
+        .iter()
+        .filter(|e| matches!(e.event, Event::Reflected { level: Some(1), .. }))
+        .count();
+    assert_eq!(reflections, 1);
+    assert_eq!(outcome.todo.tasks.len(), outcome.tree.nodes.len());
+    assert!(outcome
+        .todo
+        .tasks
+        .iter()
+        .all(|t| t.status == rudder::research::TaskStatus::Completed));
     assert!(!report.references.is_empty(), "{}", report.markdown);
     for n in report.cited_numbers() {
         let r = &report.references[n - 1];

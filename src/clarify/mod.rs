@@ -748,7 +748,9 @@ mod tests {
             assert_eq!(q.contains("A hiker."), full, "{q}");
             assert_eq!(q.contains("under 120 characters"), full, "{q}");
             assert_eq!(
-                q.contains("Ask about who the result is for, for example \"Who is it for?\""),
+                q.contains(
+                    "A good question now: \"Who is it for?\" (about who the result is for)."
+                ),
                 full,
                 "{q}"
             );

@@ -17,7 +17,9 @@ use rudder::research::{
     Brief, Envelope, Event, Interaction, NeverAsk, ResearchSettings, ResearchState, Researcher,
     Scripted, TaskStatus, Terminal,
 };
-use rudder::session::{SessionConfig, SessionLog, SessionStatus, SessionStore, SourceChoice};
+use rudder::session::{
+    RunLock, SessionConfig, SessionLog, SessionStatus, SessionStore, SourceChoice,
+};
 use rudder::sources::docs::DocsSource;
 use rudder::sources::history::HistorySourceAdapter;
 use rudder::sources::Sources;
@@ -274,6 +276,8 @@ pub fn drive(
     let todo_path = session_dir.join("todo.md");
     let mut live = Live::new(ctx.json, todo_path.clone(), log);
     let id = journal.id;
+    // One process drives a session at a time; the lock goes when this process does.
+    let _lock = RunLock::acquire(&journal.store, id)?;
     journal.store.set_status(id, SessionStatus::Running)?;
     let mut sink = |e: &Envelope| {
         if let Some(w) = event_log.as_mut() {

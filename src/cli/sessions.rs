@@ -10,7 +10,7 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use rudder::models::ModelStore;
 use rudder::research::ResearchState;
-use rudder::session::{SessionLog, SessionStatus, SessionStore};
+use rudder::session::{RunLock, SessionLog, SessionStatus, SessionStore};
 use rudder::sources::history::HistorySourceAdapter;
 
 use super::research::{self, Output};
@@ -71,6 +71,15 @@ pub fn run(ctx: &Ctx, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The status as the user should read it: "running" only while a process runs it.
+fn status_of(store: &SessionStore, info: &rudder::session::SessionInfo) -> &'static str {
+    if info.status == SessionStatus::Running && !RunLock::is_held(store, info.id) {
+        "stopped"
+    } else {
+        status_name(info.status)
+    }
+}
+
 fn status_name(s: SessionStatus) -> &'static str {
     match s {
         SessionStatus::Running => "running",
@@ -94,7 +103,7 @@ fn list(ctx: &Ctx) -> anyhow::Result<ExitCode> {
         println!(
             "{:>4}  {:<11} {}  {:>5} events{}  {}",
             s.id,
-            status_name(s.status),
+            status_of(&store, &s),
             s.updated_at.format("%Y-%m-%d %H:%M"),
             s.events,
             if s.pending_steering > 0 {
@@ -127,7 +136,7 @@ fn show(ctx: &Ctx, id: i64) -> anyhow::Result<ExitCode> {
     println!("session {id}: {}", one_line(&info.query, 200));
     println!(
         "status: {}, {} events, started {}, last change {}",
-        status_name(info.status),
+        status_of(&store, &info),
         info.events,
         info.created_at.format("%Y-%m-%d %H:%M:%S"),
         info.updated_at.format("%Y-%m-%d %H:%M:%S")
@@ -264,7 +273,6 @@ fn export(ctx: &Ctx, id: i64, dir: &std::path::Path) -> anyhow::Result<ExitCode>
 pub fn steer(ctx: &Ctx, args: SteerArgs) -> anyhow::Result<ExitCode> {
     let store = open_store(ctx)?;
     let message = store.enqueue_steering(args.id, &args.message)?;
-    let info = store.info(args.id)?;
     if ctx.json {
         println!("{}", serde_json::to_string_pretty(&message)?);
     } else {
@@ -272,7 +280,7 @@ pub fn steer(ctx: &Ctx, args: SteerArgs) -> anyhow::Result<ExitCode> {
             "queued steering message #{} for session {}; it is applied at the next step{}",
             message.id,
             args.id,
-            if info.status == SessionStatus::Running {
+            if RunLock::is_held(&store, args.id) {
                 ""
             } else {
                 " once the session is resumed (`rudder sessions resume ID`)"

@@ -1050,8 +1050,22 @@ impl Run<'_, '_> {
             reflection.steering_summary.trim().to_string()
         };
         if !messages.is_empty() {
-            exclusions.extend(reflection.exclude.iter().cloned());
-            focus.extend(reflection.focus.iter().cloned());
+            // The model's directives count only when they come from what the user wrote.
+            let said: String = messages.iter().map(|m| format!("{}\n", m.text)).collect();
+            exclusions.extend(
+                reflection
+                    .exclude
+                    .iter()
+                    .filter(|x| steering::grounded(x, &said, true))
+                    .cloned(),
+            );
+            focus.extend(
+                reflection
+                    .focus
+                    .iter()
+                    .filter(|f| steering::grounded(f, &said, false))
+                    .cloned(),
+            );
             new_tasks.extend(reflection.add_tasks.iter().cloned());
             self.applying = messages.iter().map(|m| m.id).collect();
             self.emit(Event::SteeringApplied {

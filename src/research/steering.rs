@@ -224,6 +224,21 @@ impl Directives {
     }
 }
 
+/// Whether a directive the model proposed is grounded in what the user wrote: every
+/// significant word of an exclusion (`all`) or some word of a focus directive appears in the
+/// messages. A small model that invents "exclude tea" must not wipe out the research.
+pub fn grounded(directive: &str, messages: &str, all: bool) -> bool {
+    let said = words(messages);
+    let need = words_of(directive);
+    let found = |w: &String| said.iter().any(|t| stem_eq(t, w));
+    !need.is_empty()
+        && if all {
+            need.iter().all(found)
+        } else {
+            need.iter().any(found)
+        }
+}
+
 const STOP_WORDS: &[&str] = &[
     "the", "and", "for", "with", "about", "any", "all", "its", "their", "this", "that", "from",
     "into", "more", "less", "only", "please", "also", "stuff", "things", "anything", "topic",
@@ -344,6 +359,16 @@ mod tests {
             parse_message("thanks, looks good"),
             ParsedMessage::default()
         );
+    }
+
+    #[test]
+    fn model_directives_must_come_from_the_messages() {
+        let said = "Please ignore anything about caffeine; focus on water quality";
+        assert!(grounded("caffeine", said, true));
+        assert!(grounded("Caffeine content", said, false));
+        assert!(!grounded("tea", said, true));
+        assert!(!grounded("new_checklist_items", said, true));
+        assert!(grounded("hard water", said, false));
     }
 
     #[test]

@@ -53,6 +53,62 @@ impl From<SessionError> for ResearchError {
     }
 }
 
+/// Held while a process runs a session (an exclusive lock on `<id>/run.lock` next to the
+/// database): a second process cannot drive the same session, and a session whose status is
+/// still "running" but whose lock is free was stopped by a crash, a kill or a closed laptop.
+/// The operating system drops the lock when the process dies, however it dies.
+#[derive(Debug)]
+pub struct RunLock {
+    _file: std::fs::File,
+}
+
+impl RunLock {
+    fn path(store: &SessionStore, id: SessionId) -> PathBuf {
+        store
+            .path()
+            .parent()
+            .unwrap_or_else(|| std::path::Path::new("."))
+            .join(id.to_string())
+            .join("run.lock")
+    }
+
+    fn open(store: &SessionStore, id: SessionId) -> Result<(std::fs::File, PathBuf), SessionError> {
+        let path = Self::path(store, id);
+        let lock_err = |source| SessionError::Lock {
+            path: path.clone(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(lock_err)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(lock_err)?;
+        Ok((file, path))
+    }
+
+    /// Takes the lock, or fails with [`SessionError::Busy`].
+    pub fn acquire(store: &SessionStore, id: SessionId) -> Result<Self, SessionError> {
+        let (file, path) = Self::open(store, id)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Self { _file: file }),
+            Err(std::fs::TryLockError::WouldBlock) => Err(SessionError::Busy(id)),
+            Err(std::fs::TryLockError::Error(source)) => Err(SessionError::Lock { path, source }),
+        }
+    }
+
+    /// Whether some process is running the session now.
+    pub fn is_held(store: &SessionStore, id: SessionId) -> bool {
+        match Self::open(store, id) {
+            Ok((file, _)) => matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock)),
+            Err(_) => false,
+        }
+    }
+}
+
 /// A session's log as the loop's [`Journal`].
 pub struct SessionLog {
     pub store: SessionStore,
@@ -102,5 +158,28 @@ impl Journal for SessionLog {
 
     fn finish(&mut self, events: &[Envelope], applied: &[i64]) -> Result<bool, ResearchError> {
         Ok(self.store.finish(self.id, events, applied)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_process_runs_a_session_and_a_dead_one_leaves_it_free() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::open(&dir.path().join("sessions.sqlite")).unwrap();
+        let log = SessionLog::create(store, &SessionConfig::default()).unwrap();
+        assert!(!RunLock::is_held(&log.store, log.id));
+        let lock = RunLock::acquire(&log.store, log.id).unwrap();
+        assert!(RunLock::is_held(&log.store, log.id));
+        assert!(matches!(
+            RunLock::acquire(&log.store, log.id),
+            Err(SessionError::Busy(id)) if id == log.id
+        ));
+        drop(lock);
+        assert!(!RunLock::is_held(&log.store, log.id));
+        // The stored configuration comes back as it went in.
+        assert_eq!(log.config().unwrap(), SessionConfig::default());
     }
 }

@@ -133,6 +133,15 @@ pub enum SessionError {
     },
     #[error("a steering message cannot be empty")]
     EmptyMessage,
+    /// Another process is running this session right now.
+    #[error("research session {0} is running in another process; steer it with `rudder steer {0} \"…\"`")]
+    Busy(SessionId),
+    #[error("{path}: {source}")]
+    Lock {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 pub type SessionResult<T> = Result<T, SessionError>;
