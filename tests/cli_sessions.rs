@@ -114,7 +114,11 @@ fn steer_from_another_process_then_sigkill_and_resume() {
     let at_kill = store.event_count(1).unwrap();
     assert_ne!(store.info(1).unwrap().status, SessionStatus::Finished);
     let list = rudder(&data, &["sessions", "list"]);
-    assert!(text(&list.stdout).contains("stopped"), "{}", text(&list.stdout));
+    assert!(
+        text(&list.stdout).contains("stopped"),
+        "{}",
+        text(&list.stdout)
+    );
 
     let resumed = rudder(
         &data,

@@ -1,13 +1,18 @@
-//! The steerable research loop (STEER §2, DESIGN.md steps 2–7 and 10).
+//! The steerable research loop (STEER §2, EDR §2.2–3.5, DESIGN.md steps 1–10).
 //!
-//! From the root question the loop grows a tree level by level up to depth `D`. At each
-//! frontier node it takes the planner's follow-ups ([`node`]), picks `K` diverse ones by MMR
-//! ([`mmr`]), peeks at the evidence each would find (retrieval only), scores them
-//! ([`align`], [`utility`]), and applies the pause rule ([`pause`]): ask the user only when
-//! letting them prune is worth more than the interruption ([`interaction`], [`question`]).
-//! Answers update the live persona ([`persona`]). Every child is researched over the sources
-//! ([`crate::sources`]) into learnings tied to their evidence, and the learnings are written
-//! into a cited report ([`report`], [`html`]). Everything that happens is an [`events::Event`].
+//! A run is a sequence of steps, each committed to a [`Journal`] as one batch of events, and
+//! its state ([`state::ResearchState`]) is a fold over those events — so a killed run resumes
+//! from its log ([`Researcher::resume`]). Before research, a few clarifying questions refine
+//! the brief ([`crate::clarify`]); the persona is seeded from the brief and the profile. Then,
+//! level by level up to depth `D`: every node is a task of the todo plan ([`todo`]) and is
+//! researched over the sources into learnings tied to their evidence ([`node`]); at each
+//! frontier node the planner's follow-ups are narrowed to `K` by MMR ([`mmr`]), peeked at
+//! (retrieval only), scored ([`align`], [`utility`]), and the pause rule ([`pause`]) decides
+//! whether asking the user ([`interaction`], [`question`]) is worth the interruption; answers
+//! update the live persona ([`persona`]). After each level, reflection ([`reflect`]) turns
+//! knowledge gaps into tasks and cancels obsolete ones; at every step boundary, queued steering
+//! messages ([`steering`]) are applied together. The learnings become a cited report
+//! ([`report`], [`html`]). Everything that happens is an [`events::Event`].
 
 pub mod align;
 pub mod events;
