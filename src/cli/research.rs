@@ -583,6 +583,15 @@ impl Live {
                         if knowledge_gaps.len() == 1 { "" } else { "s" }
                     ));
                 }
+                let todo = &self.state.todo;
+                self.line(format!(
+                    "todo (version {}): {} pending, {} completed, {} canceled — {}",
+                    todo.version,
+                    todo.count(TaskStatus::Pending),
+                    todo.count(TaskStatus::Completed),
+                    todo.count(TaskStatus::Canceled),
+                    self.todo_path.display()
+                ));
                 self.bar.set_message("planning the next step");
             }
             Event::ReportSection { heading, .. } => {

@@ -1167,7 +1167,16 @@ impl Run<'_, '_> {
             let before = self.s.persona.clone();
             let mut persona = before.clone();
             persona.add_text(&reflection.persona_info);
-            persona.add_items(&reflection.new_checklist_items);
+            // What the user excluded is no longer something the report must cover.
+            let directives = &self.s.directives;
+            persona.checklist.retain(|c| !directives.excludes(c));
+            let items: Vec<String> = reflection
+                .new_checklist_items
+                .iter()
+                .filter(|c| !directives.excludes(c))
+                .cloned()
+                .collect();
+            persona.add_items(&items);
             self.emit_persona_update(before, persona, reflection.persona_info.trim());
         }
         self.emit(Event::Reflected {

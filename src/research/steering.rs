@@ -166,7 +166,15 @@ impl Directives {
         ] {
             for item in new {
                 let item = super::tree::one_line(item, 100);
-                if item.is_empty() || list.iter().any(|x| x.eq_ignore_ascii_case(&item)) {
+                let lower = item.to_lowercase();
+                // "religion" adds nothing to "the Reformation and religion" (and vice versa
+                // the longer one would only repeat the shorter).
+                if item.is_empty()
+                    || list.iter().any(|x| {
+                        let x = x.to_lowercase();
+                        x.contains(&lower) || lower.contains(&x)
+                    })
+                {
                     continue;
                 }
                 list.push(item.clone());
@@ -260,9 +268,16 @@ fn words_of(directive: &str) -> Vec<String> {
         .collect()
 }
 
-/// Equal up to a plural `s`, so "prices" matches "price".
+/// Equal up to an ending: a plural `s` ("prices", "price"), or a shared stem of at least six
+/// letters that leaves the shorter word at most one more ("economy", "economics"; "history",
+/// "historical") — but not "community" and "communication".
 fn stem_eq(a: &str, b: &str) -> bool {
-    a == b || a.strip_suffix('s') == Some(b) || b.strip_suffix('s') == Some(a)
+    if a == b || a.strip_suffix('s') == Some(b) || b.strip_suffix('s') == Some(a) {
+        return true;
+    }
+    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    let shorter = a.chars().count().min(b.chars().count());
+    common >= 6 && shorter - common <= 1
 }
 
 /// What a message says in the common phrasings, read without a model so that simple steering
@@ -379,6 +394,12 @@ mod tests {
         // Already there: nothing new.
         assert!(d.extend(&["Prices".into()], &[]).exclusions.is_empty());
         assert!(d.excludes("The price of tea"));
+        let mut e = Directives::default();
+        e.extend(&["economics".into()], &[]);
+        assert!(e.excludes("The effects of the printing press on the economy"));
+        assert!(!e.excludes("Ecology of forests"));
+        assert!(stem_eq("history", "historical"));
+        assert!(!stem_eq("community", "communication"));
         assert!(!d.excludes("Tea culture"));
         let kept = d.filter_evidence(
             vec![
