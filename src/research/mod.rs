@@ -189,6 +189,9 @@ pub struct Researcher<'a> {
     pub embed_model: String,
 }
 
+/// Cosine above which a follow-up repeats a question already in the tree.
+const REPEATED_QUESTION: f32 = 0.9;
+
 /// One unit of work; the loop commits its events together at the end, so a crash loses at
 /// most the step in flight.
 #[derive(Debug, Clone, PartialEq)]
@@ -778,9 +781,43 @@ impl Run<'_, '_> {
         let settings = self.r.settings;
         let k = settings.breadth.max(1) as usize;
 
-        // Plan: a diverse K by MMR on the questions' embeddings.
+        // A follow-up that asks again what a node of the tree already asks adds nothing.
         let questions: Vec<&str> = candidates.iter().map(|c| c.question.as_str()).collect();
-        let embeddings = self.r.embedder.embed(&questions)?;
+        let mut embeddings = self.r.embedder.embed(&questions)?;
+        let asked: Vec<&str> = self
+            .s
+            .tree
+            .nodes
+            .iter()
+            .filter(|n| n.status != tree::Status::Canceled)
+            .map(|n| n.question.as_str())
+            .collect();
+        let asked_vectors = self.r.embedder.embed(&asked)?;
+        let keep: Vec<bool> = embeddings
+            .iter()
+            .map(|e| {
+                asked_vectors
+                    .iter()
+                    .all(|a| crate::embed::cosine(e, a) < REPEATED_QUESTION)
+            })
+            .collect();
+        let mut kept = keep.iter();
+        let candidates: Vec<FollowUp> = candidates
+            .into_iter()
+            .filter(|_| *kept.next().unwrap_or(&true))
+            .collect();
+        let mut kept = keep.iter();
+        embeddings.retain(|_| *kept.next().unwrap_or(&true));
+        if candidates.is_empty() {
+            self.emit(Event::CandidatesSelected {
+                node: n,
+                candidates,
+                selected: Vec::new(),
+            });
+            return Ok(());
+        }
+
+        // Plan: a diverse K by MMR on the questions' embeddings.
         let confidences: Vec<f32> = candidates.iter().map(|c| c.confidence).collect();
         let selected = mmr::select(&confidences, &embeddings, k, settings.mmr_lambda);
         self.emit(Event::CandidatesSelected {
