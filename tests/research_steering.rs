@@ -217,16 +217,23 @@ fn a_message_that_arrives_during_reflection_waits_for_the_next() {
 #[test]
 fn reflection_adds_knowledge_gaps_and_cancels_obsolete_tasks() {
     let mut llm = ScriptedLlm::new();
-    llm.reflect = Some(Box::new(|prompt: &str| {
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    llm.reflect = Some(Box::new(move |prompt: &str| {
         // Cancel the first pending task shown; name one gap per level.
         let first_pending = prompt
             .lines()
             .find_map(|l| l.strip_prefix("- id "))
             .and_then(|l| l.split(' ').next())
             .and_then(|n| n.parse::<usize>().ok());
+        // The second reflection rephrases the first one's gap: the same need, not a new task.
+        let gap = if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            "How does water hardness change brewed tea?"
+        } else {
+            "How does the water hardness change brewed tea?"
+        };
         json!({
             "cancel_tasks": first_pending.into_iter().collect::<Vec<_>>(),
-            "knowledge_gaps": ["How does water hardness change brewed tea?"],
+            "knowledge_gaps": [gap],
         })
     }));
     let (outcome, events) = run_with(
@@ -250,7 +257,7 @@ fn reflection_adds_knowledge_gaps_and_cancels_obsolete_tasks() {
         .iter()
         .filter(|t| t.provenance == Provenance::KnowledgeGap)
         .collect();
-    // The same gap is not added twice.
+    // The same gap, reworded, is not added twice.
     assert_eq!(gaps.len(), 1, "{gaps:?}");
     assert_eq!(gaps[0].priority, 7);
     assert_eq!(gaps[0].status, TaskStatus::Completed);

@@ -1158,7 +1158,7 @@ impl Run<'_, '_> {
         // New tasks: the user's requests under the root, knowledge gaps under the node of
         // the finished level they are closest to.
         for text in new_tasks {
-            if self.is_new_task(&text) {
+            if self.is_new_task(&text)? {
                 let f = FollowUp {
                     question: tree::one_line(&text, 200),
                     confidence: 1.0,
@@ -1178,7 +1178,7 @@ impl Run<'_, '_> {
         let mut gaps = Vec::new();
         if let Some(level) = level {
             for gap in reflection.knowledge_gaps.iter().take(reflect::MAX_GAPS) {
-                if !self.is_new_task(gap) {
+                if !self.is_new_task(gap)? {
                     continue;
                 }
                 let parent = self.gap_parent(gap, level)?;
@@ -1224,15 +1224,25 @@ impl Run<'_, '_> {
         Ok(())
     }
 
-    /// Whether `text` asks for something no task already covers and nothing excludes.
-    fn is_new_task(&self, text: &str) -> bool {
+    /// Whether `text` asks for something no task already covers (by words or by meaning) and
+    /// nothing excludes.
+    fn is_new_task(&self, text: &str) -> Result<bool, ResearchError> {
         let t = text.trim().to_lowercase();
-        t.chars().count() >= 3
-            && !self.s.directives.excludes(text)
-            && !self.s.todo.tasks.iter().any(|task| {
+        if t.chars().count() < 3
+            || self.s.directives.excludes(text)
+            || self.s.todo.tasks.iter().any(|task| {
                 let other = task.text.trim().to_lowercase();
                 other == t || other.contains(&t) || t.contains(&other)
             })
+        {
+            return Ok(false);
+        }
+        let mut texts: Vec<&str> = vec![text];
+        texts.extend(self.s.todo.tasks.iter().map(|task| task.text.as_str()));
+        let vectors = self.r.embedder.embed(&texts)?;
+        Ok(vectors[1..]
+            .iter()
+            .all(|v| crate::embed::cosine(&vectors[0], v) < REPEATED_QUESTION))
     }
 
     /// The researched node of `level` (or the one above the depth limit) closest to `gap`.

@@ -163,7 +163,7 @@ impl Llm for ScriptedLlm {
                     json!({"question": format!("Which poems mention tea {n}?"), "confidence": 4});
             }
             ("node", v)
-        } else if prompt.contains("you ask the user ONE short clarifying question") {
+        } else if prompt.contains("ONE short clarifying question") {
             let asked = after(prompt, "Already asked (do not ask again):")
                 .lines()
                 .filter(|l| l.starts_with("- "))
@@ -180,7 +180,7 @@ impl Llm for ScriptedLlm {
                     "suggested_answers": ["For myself", "For guests", "Both"],
                 }),
             )
-        } else if prompt.contains("answered clarifying questions. Summarise what they want") {
+        } else if prompt.contains("answered clarifying questions") {
             (
                 "clarify_summary",
                 json!({
