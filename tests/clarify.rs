@@ -69,7 +69,7 @@ impl Llm for ScriptedLlm {
             } else {
                 queue[0].clone()
             }
-        } else if prompt.contains("Summarise what they want") {
+        } else if prompt.contains("Rewrite their request so it says everything they want") {
             self.summary.clone()
         } else {
             return Err(LlmError::Backend(format!("unscripted prompt: {prompt}")));
@@ -233,6 +233,62 @@ fn an_unrelated_candidate_is_dropped() {
         ref other => panic!("expected unrelated, got {other:?}"),
     }
     assert!(llm.prompts()[1].contains(&format!("- {OFF_TOPIC}")));
+}
+
+#[test]
+fn a_restated_query_is_redundant_and_the_retry_names_an_aspect() {
+    let llm = ScriptedLlm::new(vec![
+        candidate(QUERY, &["A dome tent", "A tunnel tent"]),
+        candidate(
+            "What will you use the tent for?",
+            &["Summer hiking", "Winter camping"],
+        ),
+    ]);
+    let p = clarify::propose(&llm, &BagOfWords, &ctx(), &[], &settings()).unwrap();
+    assert_eq!(
+        p.question.unwrap().question,
+        "What will you use the tent for?"
+    );
+    match &p.rejected[0].reason {
+        RejectReason::Redundant { similar_to, .. } => assert_eq!(similar_to, QUERY),
+        other => panic!("expected redundant, got {other:?}"),
+    }
+    // The first attempt leaves the choice to the model; the retry suggests one aspect with
+    // an example question, a different one on each turn.
+    let prompts = llm.prompts();
+    assert!(!prompts[0].contains("A good question now"));
+    assert!(
+        prompts[1].contains("A good question now: \"What will you use it for?\""),
+        "{}",
+        prompts[1]
+    );
+    let llm = ScriptedLlm::new(vec![candidate(EARLIER, &["One", "Two"])]);
+    clarify::propose(&llm, &BagOfWords, &ctx(), &[earlier_turn()], &settings()).unwrap();
+    let prompts = llm.prompts();
+    assert!(
+        prompts[1].contains("\"How much detail do you want?\""),
+        "{}",
+        prompts[1]
+    );
+    assert!(
+        prompts[2].contains("\"What is your budget?\""),
+        "{}",
+        prompts[2]
+    );
+}
+
+#[test]
+fn a_generic_question_is_relevant_through_the_aspects() {
+    // No word in common with the query, but it is what any research can be clarified on.
+    let q = question(1, "Who is the report for?", &["Me", "My manager"]);
+    let r = clarify::relevance(&BagOfWords, &ctx(), &q).unwrap();
+    assert!(r > 0.99, "{r}");
+    let llm = ScriptedLlm::new(vec![candidate(
+        "Who is the report for?",
+        &["Me", "My manager"],
+    )]);
+    let p = clarify::propose(&llm, &BagOfWords, &ctx(), &[], &settings()).unwrap();
+    assert!(p.question.is_some() && p.rejected.is_empty());
 }
 
 #[test]

@@ -4,6 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::embed::{cosine, Embedder};
+use crate::llm::{Completion, Llm, LlmError};
+use crate::research::ResearchError;
+
 /// One clarifying question.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClarifyQuestion {
@@ -35,10 +39,6 @@ pub struct ClarifyTurn {
     pub answer: ClarifyAnswer,
 }
 
-use crate::embed::{cosine, Embedder};
-use crate::llm::{Completion, Llm, LlmError};
-use crate::research::ResearchError;
-
 /// Longest question the grammar allows, in characters.
 pub const MAX_QUESTION_CHARS: usize = 200;
 /// Longest suggested answer the grammar allows, in characters.
@@ -56,6 +56,7 @@ const SUMMARY_MAX_TOKENS: u32 = 1_500;
 const PROFILE_PROMPT_CHARS: usize = 1_200;
 const PERSONA_PROMPT_CHARS: usize = 300;
 const ANSWER_PROMPT_CHARS: usize = 300;
+const QUERY_PROMPT_CHARS: usize = 1_500;
 
 /// The clarification's knobs (DESIGN.md step 1, IntentRL Appendix A.1).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -68,10 +69,10 @@ pub struct ClarifySettings {
     pub redundancy_threshold: f32,
     /// A candidate whose relevance is below this is off-topic: the larger of the cosine of
     /// question plus suggested answers to the query (or the query with the profile) and the
-    /// cosine of the question to the generic [`ASPECTS`]. 0.30 separates 25 on-topic from 17
-    /// off-topic questions over two queries under all-MiniLM-L6-v2 (lowest on-topic 0.304,
-    /// highest off-topic 0.296, `tests/clarify_real.rs`); a budget question about the wrong
-    /// thing still passes, as any budget question does.
+    /// cosine of the question to the generic [`ASPECTS`]. Under all-MiniLM-L6-v2, 0.30 separates
+    /// 28 on-topic from 22 off-topic (query, question) pairs over two queries (lowest on-topic
+    /// 0.304, highest off-topic 0.296; `tests/clarify_real.rs`). A budget question about the
+    /// wrong thing still passes, as any budget question does.
     pub relevance_threshold: f32,
     /// Candidates generated per turn before the dialogue ends early.
     pub attempts: u32,
@@ -102,7 +103,7 @@ pub struct ClarifyContext<'a> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum RejectReason {
-    /// Too close to a question already asked.
+    /// Too close to a question already asked, or to the query itself.
     Redundant { similar_to: String, similarity: f32 },
     /// Too far from the query (and profile).
     Unrelated { similarity: f32 },
@@ -116,7 +117,7 @@ pub struct Rejected {
 }
 
 /// The outcome of proposing one turn's question.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Proposal {
     /// The question to ask, or `None`: the dialogue ends (turns used up, the user skipped, or
     /// every candidate was rejected or unusable).
@@ -234,9 +235,9 @@ fn strip_numbering(s: &str) -> &str {
 }
 
 /// The turns as prompt context: each question with the user's answer.
-fn turns_context(turns: &[ClarifyTurn]) -> Vec<minijinja::Value> {
+fn turns_context<'t>(turns: impl IntoIterator<Item = &'t ClarifyTurn>) -> Vec<minijinja::Value> {
     turns
-        .iter()
+        .into_iter()
         .map(|t| {
             let answer = if t.answer.is_skip() {
                 "(skipped)".to_string()
@@ -248,7 +249,8 @@ fn turns_context(turns: &[ClarifyTurn]) -> Vec<minijinja::Value> {
                     clip(&a, ANSWER_PROMPT_CHARS)
                 }
             };
-            minijinja::context! { question => clip(&t.question.question, MAX_QUESTION_CHARS), answer => answer }
+            let question = clip(&t.question.question, MAX_QUESTION_CHARS);
+            minijinja::context! { question => question, answer => answer }
         })
         .collect()
 }
@@ -447,7 +449,7 @@ pub fn propose(
         let prompt = crate::prompts::render(
             "clarify_question",
             minijinja::context! {
-                query => ctx.query,
+                query => clip_lines(ctx.query, QUERY_PROMPT_CHARS),
                 persona => persona,
                 profile => profile,
                 turns => asked,
@@ -528,8 +530,7 @@ pub fn summarise(
         .iter()
         .filter(|t| !t.answer.is_skip() && !t.answer.is_empty())
         .collect();
-    let answered_owned: Vec<ClarifyTurn> = answered.iter().map(|t| (*t).clone()).collect();
-    let dialogue = turns_context(&answered_owned);
+    let dialogue = turns_context(answered.iter().copied());
     let mut total = crate::llm::Usage::default();
     let mut malformed = false;
     let mut last: Option<Completion> = None;
@@ -537,7 +538,7 @@ pub fn summarise(
         let prompt = crate::prompts::render(
             "clarify_summary",
             minijinja::context! {
-                query => ctx.query,
+                query => clip_lines(ctx.query, QUERY_PROMPT_CHARS),
                 persona => clip(ctx.persona_text, PERSONA_PROMPT_CHARS),
                 profile => clip_lines(ctx.profile, PROFILE_PROMPT_CHARS),
                 turns => dialogue,
