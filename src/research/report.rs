@@ -249,6 +249,7 @@ pub fn write(
     let mut completions = Vec::new();
     let mut citations = Citations::default();
     let mut sections = Vec::new();
+    let mut seen_sentences = std::collections::HashSet::new();
     // One section per top-level direction; a tree without any is one section from the root.
     let roots: Vec<Option<usize>> = if input.tree.directions().is_empty() {
         vec![None]
@@ -302,30 +303,43 @@ pub fn write(
                 draft
                     .paragraphs
                     .into_iter()
+                    .map(|mut p| {
+                        p.text = drop_repeats(&p.text, &mut seen_sentences);
+                        p
+                    })
+                    .filter(|p| !p.text.trim().is_empty())
                     .map(|p| citations.paragraph(p, &shown, input))
                     .filter(|p| !p.text.is_empty())
                     .collect(),
             ),
-            // A model that could not write the section still leaves its findings, cited.
-            None => (
-                String::new(),
-                shown
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &l)| {
-                        citations.paragraph(
-                            ParagraphDraft {
-                                text: input.learnings[l].text.clone(),
-                                learnings: vec![i + 1],
-                            },
-                            &shown,
-                            input,
-                        )
-                    })
-                    .collect(),
-            ),
+            None => (String::new(), Vec::new()),
         };
-        let heading = if heading.is_empty() {
+        // A model that could not write the section (or only repeated what was said) still
+        // leaves its findings, cited.
+        let paragraphs: Vec<Paragraph> = if paragraphs.is_empty() {
+            shown
+                .iter()
+                .enumerate()
+                .map(|(i, &l)| {
+                    citations.paragraph(
+                        ParagraphDraft {
+                            text: input.learnings[l].text.clone(),
+                            learnings: vec![i + 1],
+                        },
+                        &shown,
+                        input,
+                    )
+                })
+                .collect()
+        } else {
+            paragraphs
+        };
+        // Small models give every section the report's theme as its heading: a repeated
+        // heading gives way to the direction's own question.
+        let repeated = sections
+            .iter()
+            .any(|s: &Section| s.heading.eq_ignore_ascii_case(&heading));
+        let heading = if heading.is_empty() || repeated {
             super::tree::one_line(question, 80)
         } else {
             heading
@@ -456,6 +470,39 @@ pub fn whole_sentences(text: &str) -> String {
     }
 }
 
+/// A paragraph without the sentences the report already said (small models repeat whole
+/// sentences across paragraphs and sections) and without a leading fragment (a paragraph that
+/// starts mid-word, continuing an earlier one). `seen` collects the sentences kept.
+pub fn drop_repeats(text: &str, seen: &mut std::collections::HashSet<String>) -> String {
+    let mut text = text.trim();
+    if text.chars().next().is_some_and(|c| c.is_lowercase()) {
+        if let Some(i) = text.find(". ") {
+            text = text[i + 2..].trim_start();
+        }
+    }
+    let mut kept: Vec<&str> = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let end = rest
+            .find(". ")
+            .or_else(|| rest.find("! "))
+            .or_else(|| rest.find("? "))
+            .map(|i| i + 1)
+            .unwrap_or(rest.len());
+        let sentence = rest[..end].trim();
+        rest = rest[end..].trim_start();
+        let key: String = sentence
+            .chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect();
+        if !key.is_empty() && seen.insert(key) {
+            kept.push(sentence);
+        }
+    }
+    kept.join(" ")
+}
+
 /// Escapes text that came from a model or a source so Markdown shows it literally.
 pub fn escape_markdown(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -532,6 +579,22 @@ fn render_markdown(report: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn repeated_sentences_and_leading_fragments_are_dropped() {
+        let mut seen = std::collections::HashSet::new();
+        let a = super::drop_repeats("Tea is old. It came from China. Tea is old.", &mut seen);
+        assert_eq!(a, "Tea is old. It came from China.");
+        let b = super::drop_repeats(
+            "fluenced by trade. It came from China! Monks drank it.",
+            &mut seen,
+        );
+        assert_eq!(b, "Monks drank it.");
+        assert_eq!(
+            super::drop_repeats("tea is old. it came from china.", &mut seen),
+            ""
+        );
+    }
+
     use super::*;
 
     #[test]
