@@ -100,7 +100,19 @@ fn a_real_run_ends_in_a_report_whose_every_citation_resolves() {
         .iter()
         .filter(|e| matches!(e.event, Event::Reflected { level: Some(1), .. }))
         .count();
-    assert_eq!(reflections, 1);
+    let kinds: Vec<String> = events
+        .0
+        .iter()
+        .map(|e| {
+            let v = serde_json::to_value(&e.event).unwrap();
+            format!(
+                "{} {}",
+                v["type"],
+                v.get("level").cloned().unwrap_or_default()
+            )
+        })
+        .collect();
+    assert_eq!(reflections, 1, "{kinds:?}");
     assert_eq!(outcome.todo.tasks.len(), outcome.tree.nodes.len());
     assert!(outcome
         .todo
@@ -153,7 +165,10 @@ fn a_real_run_ends_in_a_report_whose_every_citation_resolves() {
     });
     if outcome.tree.root().follow_ups.is_empty() {
         assert!(root_decision.is_none());
-        assert_eq!(outcome.tree.nodes.len(), 1);
+        // Only reflection can have added nodes: the knowledge gaps it found.
+        assert!(outcome.tree.nodes[1..]
+            .iter()
+            .all(|n| n.origin == rudder::research::Origin::Gap));
     } else {
         let d = root_decision.expect("a pause decision at the root");
         assert!((1..=2).contains(&d.utilities.len()), "{d:?}");

@@ -73,10 +73,10 @@ pub fn run(ctx: &Ctx, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
 
 /// The status as the user should read it: "running" only while a process runs it.
 fn status_of(store: &SessionStore, info: &rudder::session::SessionInfo) -> &'static str {
-    if info.status == SessionStatus::Running && !RunLock::is_held(store, info.id) {
-        "stopped"
-    } else {
-        status_name(info.status)
+    match info.status {
+        SessionStatus::Running if RunLock::is_held(store, info.id) => "running",
+        SessionStatus::Running | SessionStatus::Interrupted => "stopped",
+        other => status_name(other),
     }
 }
 
@@ -91,7 +91,13 @@ fn status_name(s: SessionStatus) -> &'static str {
 
 fn list(ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let store = open_store(ctx)?;
-    let sessions = store.list()?;
+    let mut sessions = store.list()?;
+    // A "running" session that no process holds was stopped (crash, kill, closed laptop).
+    for s in &mut sessions {
+        if s.status == SessionStatus::Running && !RunLock::is_held(&store, s.id) {
+            s.status = SessionStatus::Interrupted;
+        }
+    }
     if ctx.json {
         println!("{}", serde_json::to_string_pretty(&sessions)?);
         return Ok(ExitCode::SUCCESS);

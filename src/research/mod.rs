@@ -1207,10 +1207,13 @@ impl Run<'_, '_> {
             // What the user excluded is no longer something the report must cover.
             let directives = &self.s.directives;
             persona.checklist.retain(|c| !directives.excludes(c));
+            // New aspects must come from the messages too (a small model tends to copy task
+            // titles here).
+            let said: String = messages.iter().map(|m| format!("{}\n", m.text)).collect();
             let items: Vec<String> = reflection
                 .new_checklist_items
                 .iter()
-                .filter(|c| !directives.excludes(c))
+                .filter(|c| !directives.excludes(c) && steering::grounded(c, &said, false))
                 .cloned()
                 .collect();
             persona.add_items(&items);
