@@ -642,3 +642,71 @@ fn sigkill_at_any_point_resumes_to_the_same_tree_and_report() {
         );
     }
 }
+
+/// A window's view of the loop: events arrive on a channel, clarifying and pause questions
+/// are answered on another, and a steering message goes in meanwhile — the way the desktop
+/// shell drives a run.
+#[test]
+fn a_window_answers_and_steers_through_channels() {
+    let llm = ScriptedLlm::new();
+    let journal = MemoryJournal::new();
+    let window_journal = journal.clone();
+    let (mut interaction, replies) = rudder::research::ChannelInteraction::new();
+    let (events_tx, events_rx) = std::sync::mpsc::channel::<Envelope>();
+    let mut s = kill_config().settings;
+    s.clarify_turns = 2;
+    let outcome = std::thread::scope(|scope| {
+        let runner = scope.spawn(move || {
+            let mut sources = Sources::new();
+            sources.push(Box::new(MemorySource::tea()));
+            let mut sink = move |e: &Envelope| {
+                let _ = events_tx.send(e.clone());
+            };
+            let mut journal = journal;
+            Researcher {
+                llm: &llm,
+                embedder: &BagOfWords,
+                sources: &mut sources,
+                interaction: &mut interaction,
+                events: &mut sink,
+                journal: &mut journal,
+                settings: s,
+                embed_model: "bag-of-words".into(),
+            }
+            .run(&brief())
+        });
+        let mut steered = false;
+        for e in events_rx.iter() {
+            match &e.event {
+                Event::ClarifyAsked { question, .. } => {
+                    let answer = if question.turn == 1 {
+                        ClarifyAnswer::parse("2", question)
+                    } else {
+                        ClarifyAnswer::parse("skip", question)
+                    };
+                    replies
+                        .send(rudder::research::Reply::Clarify(answer))
+                        .unwrap();
+                }
+                Event::Question { .. } => {
+                    replies
+                        .send(rudder::research::Reply::Pause(PauseAnswer::parse("1")))
+                        .unwrap();
+                }
+                Event::NodeResearched { .. } if !steered => {
+                    window_journal.steer("ignore poems").unwrap();
+                    steered = true;
+                }
+                _ => {}
+            }
+        }
+        runner.join().unwrap().unwrap()
+    });
+    assert!(outcome.pauses >= 1);
+    assert_eq!(outcome.directives.exclusions, ["poems"]);
+    let state = ResearchState::fold(&window_journal.events());
+    assert_eq!(state.clarify_turns.len(), 2);
+    assert_eq!(state.clarify_turns[0].answer.choices, [2]);
+    assert!(state.clarify_turns[1].answer.skip);
+    assert_eq!(state.tree, outcome.tree);
+}

@@ -37,7 +37,10 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 pub use events::{Envelope, Event, EventSink, Stage};
-pub use interaction::{Interaction, NeverAsk, PauseAnswer, PauseQuestion, Scripted, Terminal};
+pub use interaction::{
+    ChannelInteraction, Interaction, NeverAsk, PauseAnswer, PauseQuestion, Reply, Scripted,
+    Terminal,
+};
 pub use pause::{PauseDecision, PauseSettings};
 pub use persona::Persona;
 pub use report::Report;
