@@ -95,35 +95,48 @@ impl MemoryJournal {
             .clone()
     }
 
-    fn write(&self, events: &[Envelope], applied: &[i64], finish: bool) -> bool {
+    fn write(
+        &self,
+        events: &[Envelope],
+        applied: &[i64],
+        finish: bool,
+    ) -> Result<bool, ResearchError> {
         let mut inner = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let last = events.last().map(|e| e.seq);
-        for (m, seq) in inner.queue.iter_mut() {
-            if applied.contains(&m.id) {
-                assert!(seq.is_none(), "steering message {} applied twice", m.id);
-                // Applied messages always come with the events that apply them.
-                *seq = Some(last.unwrap_or_default());
+        // Exactly once: a message already applied (or unknown) refuses the whole write.
+        for id in applied {
+            match inner.queue.iter().find(|(m, _)| m.id == *id) {
+                Some((_, None)) => {}
+                Some((_, Some(seq))) => {
+                    return Err(ResearchError::Steering(format!(
+                        "steering message {id} was already applied by event {seq}"
+                    )))
+                }
+                None => return Err(ResearchError::Steering(format!("no steering message {id}"))),
             }
         }
-        if finish && inner.queue.iter().any(|(_, s)| s.is_none()) {
-            // Undo the marks: nothing is written when finishing is refused.
-            for (m, seq) in inner.queue.iter_mut() {
-                if applied.contains(&m.id) {
-                    *seq = None;
-                }
+        let waiting = inner
+            .queue
+            .iter()
+            .any(|(m, s)| s.is_none() && !applied.contains(&m.id));
+        if finish && waiting {
+            return Ok(false);
+        }
+        // Applied messages always come with the events that apply them.
+        let last = events.last().map(|e| e.seq).unwrap_or_default();
+        for (m, seq) in inner.queue.iter_mut() {
+            if applied.contains(&m.id) {
+                *seq = Some(last);
             }
-            return false;
         }
         inner.events.extend_from_slice(events);
         inner.finished |= finish;
-        true
+        Ok(true)
     }
 }
 
 impl Journal for MemoryJournal {
     fn commit(&mut self, events: &[Envelope], applied: &[i64]) -> Result<(), ResearchError> {
-        self.write(events, applied, false);
-        Ok(())
+        self.write(events, applied, false).map(|_| ())
     }
 
     fn pending_steering(&mut self) -> Result<Vec<Message>, ResearchError> {
@@ -139,7 +152,7 @@ impl Journal for MemoryJournal {
     }
 
     fn finish(&mut self, events: &[Envelope], applied: &[i64]) -> Result<bool, ResearchError> {
-        Ok(self.write(events, applied, true))
+        self.write(events, applied, true)
     }
 }
 
@@ -425,8 +438,10 @@ mod tests {
             at: Utc::now(),
             event: super::super::Event::NodeStarted { id: 0 },
         };
-        assert!(j.finish(&[applied], &[m.id]).unwrap());
+        assert!(j.finish(std::slice::from_ref(&applied), &[m.id]).unwrap());
         assert_eq!(j.steering()[0].1, Some(0));
+        // Applying it again is refused, not silently repeated.
+        assert!(j.commit(&[applied], &[m.id]).is_err());
         assert!(j.pending_steering().unwrap().is_empty());
         assert!(j.steer("too late").is_err());
     }
