@@ -5,8 +5,9 @@
 # 6.5 MB) from PyPI, then run a research of depth 2 and breadth 3 over it, with the tree live
 # in the terminal. At a terminal it first asks up to three clarifying questions (Enter skips)
 # and later pauses to ask when the pause rule says so; otherwise it runs on its own. The run is
-# a session (its id is printed): `rudder steer ID "..."` from another terminal steers it,
-# continues it after a crash. The cited report lands in report.md and report.html. Idempotent.
+# a session (its id is printed): `rudder steer ID "..."` from another terminal steers it, and
+# `rudder sessions resume ID` continues it after a crash. The cited report lands in report.md
+# and report.html. Idempotent.
 #   scripts/run.sh ["your question"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
