@@ -11,20 +11,6 @@ use rudder::embed::{cosine, Embedder, FastEmbedder};
 use rudder::llm::llama::LlamaLlm;
 use rudder::llm::Llm;
 
-fn small_model() -> LlamaLlm {
-    let store = common::store();
-    let settings = rudder::config::LlamaSettings {
-        context_size: 4096,
-        ..common::llama_settings()
-    };
-    LlamaLlm::load(
-        common::CHAT_MODEL,
-        &store.ready_path(common::CHAT_MODEL).unwrap(),
-        &settings,
-    )
-    .unwrap()
-}
-
 fn embedder() -> FastEmbedder {
     FastEmbedder::from_store(&common::store(), common::EMBED_MODEL, 1).unwrap()
 }
@@ -335,7 +321,7 @@ fn dialogue(llm: &dyn Llm, embedder: &dyn Embedder) {
 
 #[test]
 fn two_turns_and_a_summary_with_the_real_models() {
-    dialogue(&small_model(), &embedder());
+    dialogue(&common::small_model(), &embedder());
 }
 
 /// The same with the model meant for real use (Qwen2.5 1.5B), to judge the prompts' quality:

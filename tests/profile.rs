@@ -9,7 +9,6 @@ use std::sync::Mutex;
 use rudder::embed::{Embedder, FastEmbedder};
 use rudder::history::synth::{write_export, SynthConfig};
 use rudder::history::{ForgetSelector, History, ImportOptions, NoProgress};
-use rudder::llm::llama::LlamaLlm;
 use rudder::llm::{Completion, FinishReason, Llm, LlmError, Request, Timing, Usage};
 use rudder::profile::{ExpansionMode, ProfileOptions, Selection};
 
@@ -35,27 +34,13 @@ fn history_of_a_synthetic_user(root: &std::path::Path, embedder: &FastEmbedder) 
     history
 }
 
-fn small_model() -> LlamaLlm {
-    let store = common::store();
-    let settings = rudder::config::LlamaSettings {
-        context_size: 4096,
-        ..common::llama_settings()
-    };
-    LlamaLlm::load(
-        common::CHAT_MODEL,
-        &store.ready_path(common::CHAT_MODEL).unwrap(),
-        &settings,
-    )
-    .unwrap()
-}
-
 #[test]
 fn profile_with_the_real_model_cites_only_existing_candidates_and_forgetting_drops_it() {
     let models = common::store();
     let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let mut history = history_of_a_synthetic_user(tmp.path(), &embedder);
-    let llm = small_model();
+    let llm = common::small_model();
     let with = Some((&embedder as &dyn Embedder, common::EMBED_MODEL));
     let query = "What should I focus on in my training this month?";
 
@@ -135,7 +120,7 @@ fn general_profile_is_built_once_and_refreshed_only_with_new_sessions() {
     let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let mut history = history_of_a_synthetic_user(tmp.path(), &embedder);
-    let llm = small_model();
+    let llm = common::small_model();
     let (profile, usage) = rudder::profile::general_profile(&llm, &mut history, true).unwrap();
     assert_eq!(usage.calls, 1);
     assert_eq!(

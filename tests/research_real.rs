@@ -7,7 +7,6 @@ mod common;
 
 use rudder::embed::{Embedder, FastEmbedder};
 use rudder::history::NoProgress;
-use rudder::llm::llama::LlamaLlm;
 use rudder::research::events::Collect;
 use rudder::research::{
     align, mmr, persona, question, Brief, Event, NeverAsk, Persona, ResearchSettings, Researcher,
@@ -15,20 +14,6 @@ use rudder::research::{
 };
 use rudder::sources::docs::{DocsSource, Library};
 use rudder::sources::{CitationTarget, Sources};
-
-fn small_model() -> LlamaLlm {
-    let store = common::store();
-    let settings = rudder::config::LlamaSettings {
-        context_size: 4096,
-        ..common::llama_settings()
-    };
-    LlamaLlm::load(
-        common::CHAT_MODEL,
-        &store.ready_path(common::CHAT_MODEL).unwrap(),
-        &settings,
-    )
-    .unwrap()
-}
 
 const DOCS: &[(&str, &str)] = &[
     ("green-tea.md", "# Green tea\n\nGreen tea is not oxidised. Brew it at 70 to 80 °C for two to three minutes; boiling water makes it bitter. Japanese sencha is steamed, Chinese longjing is pan-fired.\n"),
@@ -60,7 +45,7 @@ fn library(dir: &std::path::Path, embedder: &FastEmbedder) -> Library {
 fn a_real_run_ends_in_a_report_whose_every_citation_resolves() {
     let models = common::store();
     let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
-    let llm = small_model();
+    let llm = common::small_model();
     let tmp = tempfile::tempdir().unwrap();
     let library = library(tmp.path(), &embedder);
     let mut sources = Sources::new();
@@ -186,7 +171,7 @@ fn a_real_run_ends_in_a_report_whose_every_citation_resolves() {
 fn persona_question_alignment_and_mmr_work_with_the_real_models() {
     let models = common::store();
     let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
-    let llm = small_model();
+    let llm = common::small_model();
 
     let (items, _) = persona::infer_checklist(
         &llm,
@@ -252,7 +237,7 @@ fn persona_question_alignment_and_mmr_work_with_the_real_models() {
 fn a_run_that_never_asks_still_logs_its_decisions() {
     let models = common::store();
     let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
-    let llm = small_model();
+    let llm = common::small_model();
     let tmp = tempfile::tempdir().unwrap();
     let mut sources = Sources::new();
     sources.push(Box::new(DocsSource::new(library(tmp.path(), &embedder))));

@@ -43,3 +43,18 @@ pub fn llama_settings() -> rudder::config::LlamaSettings {
         ..Default::default()
     }
 }
+
+/// The small chat model with a 4096-token context, as the research and profile stages need.
+pub fn small_model() -> rudder::llm::llama::LlamaLlm {
+    let store = store();
+    let settings = rudder::config::LlamaSettings {
+        context_size: 4096,
+        ..llama_settings()
+    };
+    rudder::llm::llama::LlamaLlm::load(
+        CHAT_MODEL,
+        &store.ready_path(CHAT_MODEL).unwrap(),
+        &settings,
+    )
+    .unwrap()
+}
