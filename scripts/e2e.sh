@@ -2,11 +2,14 @@
 # End-to-end test of the real Rudder desktop window.
 #
 # Builds the frontend and the app (with `custom-protocol`, so ui/dist is embedded), makes sure
-# tauri-driver is installed, then runs src-tauri/tests/e2e_window.rs under a virtual X server.
-# The test starts tauri-driver itself and stops it (and the app) when done.
-# Screenshot: test-artifacts/e2e-window.png. Safe to re-run.
+# tauri-driver is installed, then runs the tests in src-tauri/tests/ under a virtual X server:
+# e2e_window.rs (a fresh data directory: the engine status, the CSP) and e2e_flow.rs (import,
+# history, a depth-1 research with the small model: clarify, pause, steer, report). Each test
+# starts tauri-driver itself and stops it (and the app) when done.
+# Screenshots: test-artifacts/e2e-*.png. Safe to re-run.
 #
-# Needs: node/npm, cargo, xvfb-run, /usr/bin/WebKitWebDriver (Debian: webkit2gtk-driver).
+# Needs: node/npm, cargo, xvfb-run, /usr/bin/WebKitWebDriver (Debian: webkit2gtk-driver), and
+# the test models in $RUDDER_TEST_MODELS_DIR (default: .models, fetched by scripts/test.sh).
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -67,17 +70,18 @@ echo "using $TAURI_DRIVER"
 # compile llama.cpp and most dependencies a second time.
 cargo_flags=(--workspace --features rudder-app/custom-protocol)
 stage "app + e2e test: cargo test ${cargo_flags[*]} --no-run"
-cargo test "${cargo_flags[@]}" --test e2e_window --no-run
+cargo test "${cargo_flags[@]}" --test e2e_window --test e2e_flow --no-run
 
 stage "e2e: window test under Xvfb"
 mkdir -p test-artifacts
-rm -f test-artifacts/e2e-window.png
+rm -f test-artifacts/e2e-*.png
+export RUDDER_TEST_MODELS_DIR="${RUDDER_TEST_MODELS_DIR:-$repo_root/.models}"
 # Do not set WEBKIT_DISABLE_COMPOSITING_MODE / WEBKIT_DISABLE_DMABUF_RENDERER here: with
 # WebKitGTK 2.50 under Xvfb they make WebDriver screenshots hang (the test unsets them).
 export NO_AT_BRIDGE=1
 xvfb-run -a -s "-screen 0 1280x1024x24" \
-  cargo test "${cargo_flags[@]}" --test e2e_window -- --ignored --nocapture
+  cargo test "${cargo_flags[@]}" --test e2e_window --test e2e_flow -- --ignored --nocapture --test-threads 1
 
 stage "done"
-echo "screenshot: $repo_root/test-artifacts/e2e-window.png"
+echo "screenshots: $(ls "$repo_root"/test-artifacts/e2e-*.png | wc -l) in $repo_root/test-artifacts/"
 printf '==> total: %ss\n' "$(($(date +%s) - start_all))"

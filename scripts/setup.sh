@@ -10,6 +10,8 @@ packages=(
   libssl-dev libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libayatana-appindicator3-dev libxdo-dev
   # the real window under test: WebKitWebDriver + a virtual display
   webkit2gtk-driver xvfb xauth
+  # headless Chromium for the UI flow tests with mockIPC (ui/: npm run test:flow)
+  chromium
 )
 
 missing=()

@@ -16,6 +16,12 @@ scripts/setup.sh
 step "frontend: install, type-check, build"
 (cd ui && npm ci --no-audit --no-fund && npm run typecheck && npm run build)
 
+step "frontend: unit tests (Vitest)"
+(cd ui && npm test)
+
+step "frontend: flow tests (headless Chromium, mocked IPC)"
+(cd ui && npm run test:flow)
+
 step "cargo fmt"
 cargo fmt --all -- --check
 

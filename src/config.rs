@@ -169,6 +169,45 @@ pub struct Settings {
     pub openai: Option<OpenAiSettings>,
     /// Web search; absent (or not enabled) means research never leaves the machine.
     pub web: Option<WebSettings>,
+    /// Defaults for new research sessions (the desktop app's settings screen edits them).
+    pub research: ResearchDefaults,
+}
+
+/// What a new research session starts with unless the request says otherwise.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct ResearchDefaults {
+    /// Depth D of the research tree (the root is depth 0).
+    pub depth: u32,
+    /// Breadth K: directions researched per node.
+    pub breadth: u32,
+    /// Base pause cost C0 in [0, 1]: higher asks less.
+    pub c0: f32,
+    /// Tolerance: about how many questions the user accepts in one run.
+    pub tol: f32,
+    /// λ_exp, the weight of the exploration bonus.
+    pub lambda_explore: f32,
+    /// λ_info, the weight of information gain.
+    pub lambda_info: f32,
+    /// Most clarifying questions before research.
+    pub clarify_turns: u32,
+    /// Ask at every branch instead of only when the pause rule says it pays off.
+    pub always_ask: bool,
+}
+
+impl Default for ResearchDefaults {
+    fn default() -> Self {
+        Self {
+            depth: 3,
+            breadth: 3,
+            c0: 0.7,
+            tol: 3.0,
+            lambda_explore: 0.5,
+            lambda_info: 0.5,
+            clarify_turns: 3,
+            always_ask: false,
+        }
+    }
 }
 
 /// The default chat model on CPU.
@@ -186,6 +225,7 @@ impl Default for Settings {
             llama: LlamaSettings::default(),
             openai: None,
             web: None,
+            research: ResearchDefaults::default(),
         }
     }
 }

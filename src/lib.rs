@@ -10,6 +10,7 @@
 //! * [`config`] — where state lives and the user's settings.
 //! * [`bench`] — measurements that back the performance claims.
 
+pub mod app;
 pub mod bench;
 pub mod clarify;
 pub mod config;

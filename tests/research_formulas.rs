@@ -37,6 +37,7 @@ fn could_be_best_set_filters_by_bounds() {
     let settings = PauseSettings {
         base_cost: 0.5,
         tolerance: 3.0,
+        ..PauseSettings::default()
     };
     let d = pause::decide(&values, &settings, 0, 3);
     assert!(close(d.gain, 0.6));
@@ -49,6 +50,24 @@ fn could_be_best_set_filters_by_bounds() {
     let unsure = [v(1.0, 0.0), v(0.8, 0.0), v(0.2, 0.0)];
     assert_eq!(pause::could_be_best(&unsure).1, vec![0, 1, 2]);
     assert_eq!(pause::decide(&unsure, &settings, 0, 3).gain, 0.0);
+    assert!(!pause::decide(&unsure, &settings, 0, 3).ask);
+    // Asking at every branch overrides the rule, and says so; the numbers stay the rule's.
+    let always = PauseSettings {
+        always: true,
+        ..settings
+    };
+    let d = pause::decide(&unsure, &always, 0, 3);
+    assert!(d.ask && d.forced);
+    assert_eq!(d.gain, 0.0);
+    let why = d.explain();
+    assert!(
+        why.starts_with("ask (every branch, by setting): ΔEV 0.00 ≤ C 0.50"),
+        "{why}"
+    );
+    // Where the rule asks anyway, it is not forced; with nothing to choose, nobody is asked.
+    let d = pause::decide(&values, &always, 0, 3);
+    assert!(d.ask && !d.forced);
+    assert!(!pause::decide(&[], &always, 0, 3).ask);
 }
 
 #[test]
@@ -56,6 +75,7 @@ fn pause_cost_grows_with_pauses_per_direction() {
     let s = PauseSettings {
         base_cost: 0.5,
         tolerance: 3.0,
+        ..PauseSettings::default()
     };
     // K' = 3 → Tol_j = 1: C = 0.5 · (1 + p).
     assert!(close(pause::pause_cost(&s, 0, 3).0, 0.5));

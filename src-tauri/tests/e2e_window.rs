@@ -13,18 +13,14 @@
 //! Linux only: it drives WebKitGTK through WebKitWebDriver.
 #![cfg(target_os = "linux")]
 
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod common;
+
 use std::time::{Duration, Instant};
 
-use fantoccini::{Client, ClientBuilder, Locator};
-use hyper_util::client::legacy::connect::HttpConnector;
+use common::{artifacts_dir, close, connect, Driver};
+use fantoccini::{Client, Locator};
 use rudder::config::Paths;
-use serde_json::json;
 
-const DRIVER_START_TIMEOUT: Duration = Duration::from_secs(20);
 const STATUS_TIMEOUT: Duration = Duration::from_secs(30);
 /// Bounds everything done in a session, so that a WebDriver command that never answers fails
 /// the test instead of hanging it.
@@ -40,130 +36,6 @@ struct Observed {
     /// What `eval` does in the page: the CSP (`script-src 'self'`) must refuse it.
     eval_outcome: String,
     screenshot: Vec<u8>,
-}
-
-/// A running `tauri-driver` in its own process group. On drop the whole group (tauri-driver,
-/// WebKitWebDriver, the app and WebKit's helpers) gets SIGTERM, then SIGKILL for whatever is
-/// left once tauri-driver has exited or 5 s have passed.
-struct Driver {
-    child: Child,
-    port: u16,
-}
-
-impl Driver {
-    fn start(data_dir: &Path) -> Self {
-        let port = free_port();
-        let native_port = free_port();
-        let program = tauri_driver_path();
-        let mut command = Command::new(&program);
-        command
-            .args([
-                "--port",
-                &port.to_string(),
-                "--native-port",
-                &native_port.to_string(),
-            ])
-            // WebKitWebDriver launches the app, so it inherits this environment.
-            .env("RUDDER_DATA_DIR", data_dir)
-            .env("RUDDER_MODELS_DIR", data_dir.join("models"))
-            .stdin(Stdio::null())
-            // Its own process group: WebKitWebDriver and the app it launches join it, so
-            // cleanup can reach the app even when tauri-driver exits without closing it.
-            .process_group(0);
-        // With either of these set, WebKitGTK 2.50 under Xvfb renders the page but never answers
-        // WebDriver's screenshot command (measured on Debian 12); it renders fine without them.
-        command
-            .env_remove("WEBKIT_DISABLE_COMPOSITING_MODE")
-            .env_remove("WEBKIT_DISABLE_DMABUF_RENDERER");
-        let child = command
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
-        let driver = Self { child, port };
-        driver.wait_until_listening();
-        driver
-    }
-
-    fn wait_until_listening(&self) {
-        let deadline = Instant::now() + DRIVER_START_TIMEOUT;
-        while TcpStream::connect((Ipv4Addr::LOCALHOST, self.port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "tauri-driver did not listen on port {} within {DRIVER_START_TIMEOUT:?}",
-                self.port
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let Ok(pgid) = libc::pid_t::try_from(self.child.id()) else {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-            return;
-        };
-        // SAFETY: kill(2) with a negative pid signals the process group that `Driver::start`
-        // created for this child; it has no memory-safety preconditions.
-        unsafe {
-            libc::kill(-pgid, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline && !matches!(self.child.try_wait(), Ok(Some(_))) {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        // SAFETY: as above; ESRCH (group already gone) is fine.
-        unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
-        }
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|listener| listener.local_addr())
-        .expect("no free local port")
-        .port()
-}
-
-fn tauri_driver_path() -> PathBuf {
-    if let Some(path) = std::env::var_os("TAURI_DRIVER") {
-        return PathBuf::from(path);
-    }
-    let on_path = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join("tauri-driver"))
-            .find(|candidate| candidate.is_file())
-    });
-    on_path.unwrap_or_else(|| {
-        let cargo_home = std::env::var_os("CARGO_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")))
-            .expect("neither CARGO_HOME nor HOME is set");
-        cargo_home.join("bin").join("tauri-driver")
-    })
-}
-
-fn app_path() -> PathBuf {
-    if let Some(path) = std::env::var_os("RUDDER_APP_BIN") {
-        return PathBuf::from(path);
-    }
-    // Without the feature the app loads the Vite dev server instead of the embedded `ui/dist`.
-    if !cfg!(feature = "custom-protocol") {
-        panic!("run with `--features custom-protocol` (or set RUDDER_APP_BIN); see scripts/e2e.sh");
-    }
-    PathBuf::from(env!("CARGO_BIN_EXE_rudder-app"))
-}
-
-fn artifacts_dir() -> PathBuf {
-    std::env::var_os("RUDDER_E2E_ARTIFACTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../test-artifacts"))
 }
 
 async fn text_of(client: &Client, id: &str) -> Result<String, fantoccini::error::CmdError> {
@@ -220,12 +92,6 @@ async fn observe(client: &Client) -> Result<Observed, Box<dyn std::error::Error>
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs tauri-driver, WebKitWebDriver and an X display; run scripts/e2e.sh"]
 async fn window_shows_engine_status_for_empty_data_dir() {
-    let app = app_path();
-    assert!(
-        app.is_file(),
-        "app binary {} not found; build rudder-app first",
-        app.display()
-    );
     let data_dir = tempfile::tempdir().expect("temp data dir");
     // What the engine itself says about this data dir: nothing is installed there.
     let expected = rudder::status::engine_status(&Paths::at(data_dir.path()))
@@ -235,26 +101,16 @@ async fn window_shows_engine_status_for_empty_data_dir() {
         "a fresh data dir cannot hold the chat model"
     );
 
-    let driver = Driver::start(data_dir.path());
-    let mut capabilities = serde_json::Map::new();
-    capabilities.insert("browserName".into(), json!("wry"));
-    capabilities.insert("tauri:options".into(), json!({ "application": app }));
-    let mut builder = ClientBuilder::new(HttpConnector::new());
-    builder.capabilities(capabilities);
-    // WebKitWebDriver waits for the app's webview forever if the app never shows one.
-    let client = tokio::time::timeout(SESSION_TIMEOUT, builder.connect(&driver.url()))
-        .await
-        .unwrap_or_else(|_| panic!("no WebDriver session with the app within {SESSION_TIMEOUT:?}"))
-        .expect("WebDriver session with the app (is an X display available?)");
-
+    let models = data_dir.path().join("models");
+    let driver = Driver::start(&[
+        ("RUDDER_DATA_DIR", data_dir.path().as_os_str()),
+        ("RUDDER_MODELS_DIR", models.as_os_str()),
+    ]);
+    let client = connect(&driver).await;
     let observed = tokio::time::timeout(SESSION_TIMEOUT, observe(&client)).await;
     // Ending the session closes the app; the driver (and its WebKitWebDriver) goes when `driver`
     // drops, which also takes the app down if the session could not be ended.
-    match tokio::time::timeout(Duration::from_secs(10), client.close()).await {
-        Ok(Ok(())) => {}
-        Ok(Err(error)) => eprintln!("closing the WebDriver session failed: {error}"),
-        Err(_) => eprintln!("closing the WebDriver session timed out"),
-    }
+    close(client).await;
     drop(driver);
     let observed = observed
         .unwrap_or_else(|_| panic!("the window did not answer within {SESSION_TIMEOUT:?}"))

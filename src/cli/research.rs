@@ -43,6 +43,9 @@ pub struct ResearchArgs {
     /// Tolerance budget: about how many questions you accept in one run.
     #[arg(long, default_value_t = 3.0)]
     tol: f32,
+    /// Ask at every branch instead of only when the pause rule says it pays off.
+    #[arg(long, conflicts_with = "never_ask")]
+    always_ask: bool,
     /// λ_exp, the weight of the exploration bonus.
     #[arg(long, default_value_t = 0.5)]
     lambda_explore: f32,
@@ -123,6 +126,7 @@ pub fn run(ctx: &Ctx, args: ResearchArgs) -> anyhow::Result<ExitCode> {
     };
     settings.pause.base_cost = args.c0;
     settings.pause.tolerance = args.tol;
+    settings.pause.always = args.always_ask;
     settings.weights.lambda_explore = args.lambda_explore;
     settings.weights.lambda_info = args.lambda_info;
     let config = SessionConfig {

@@ -283,6 +283,15 @@ impl<'a> Researcher<'a> {
     }
 }
 
+/// The date the prompts see: today, or `RUDDER_DATE` (`YYYY-MM-DD`) when set, so that a run
+/// with greedy decoding can be reproduced exactly on another day (tests, evaluation).
+fn session_date() -> String {
+    std::env::var("RUDDER_DATE")
+        .ok()
+        .filter(|d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").is_ok())
+        .unwrap_or_else(|| chrono::Utc::now().format("%Y-%m-%d").to_string())
+}
+
 impl Run<'_, '_> {
     /// Applies an event to the state, shows it, and adds it to the step's commit.
     fn emit(&mut self, event: Event) {
@@ -448,7 +457,7 @@ impl Run<'_, '_> {
             sources: self.r.sources.names(),
             model: self.r.llm.model_name().to_string(),
             remote_sources: self.r.sources.any_remote(),
-            date: chrono::Utc::now().format("%Y-%m-%d").to_string(),
+            date: session_date(),
             persona_text: self.brief.persona_text.trim().to_string(),
             profile: self.brief.profile.clone(),
         };
@@ -1111,7 +1120,14 @@ impl Run<'_, '_> {
                     .filter(|f| steering::grounded(f, &said, false))
                     .cloned(),
             );
-            new_tasks.extend(reflection.add_tasks.iter().cloned());
+            // So do its tasks: SmolLM2 once added the task "steering_summary".
+            new_tasks.extend(
+                reflection
+                    .add_tasks
+                    .iter()
+                    .filter(|t| steering::grounded(t, &said, false))
+                    .cloned(),
+            );
             self.applying = messages.iter().map(|m| m.id).collect();
             self.emit(Event::SteeringApplied {
                 messages: messages.clone(),

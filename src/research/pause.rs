@@ -26,6 +26,10 @@ pub struct PauseSettings {
     pub base_cost: f32,
     /// Tolerance budget `Tol`: roughly how many questions the user accepts in a session.
     pub tolerance: f32,
+    /// Ask at every frontier that has directions to choose from, whatever the rule says (for
+    /// a user who wants to pick every branch; the rule is still computed and shown).
+    #[serde(default)]
+    pub always: bool,
 }
 
 impl Default for PauseSettings {
@@ -33,6 +37,7 @@ impl Default for PauseSettings {
         Self {
             base_cost: 0.7,
             tolerance: 3.0,
+            always: false,
         }
     }
 }
@@ -56,8 +61,11 @@ pub struct PauseDecision {
     pub direction_pauses: u32,
     /// `Tol_j`.
     pub direction_tolerance: f32,
-    /// `ΔEV > C`.
+    /// Whether to ask: `ΔEV > C`, or the user asked to be asked at every branch.
     pub ask: bool,
+    /// Asked only because of [`PauseSettings::always`]: the rule alone would have gone on.
+    #[serde(default)]
+    pub forced: bool,
 }
 
 impl PauseDecision {
@@ -68,11 +76,18 @@ impl PauseDecision {
             .iter()
             .map(|i| (i + 1).to_string())
             .collect();
+        let by_rule = self.ask && !self.forced;
         format!(
             "{}: ΔEV {:.2} {} C {:.2} (S = {{{}}}, pauses here {} of tolerance {:.1})",
-            if self.ask { "ask" } else { "go on" },
+            if self.forced {
+                "ask (every branch, by setting)"
+            } else if self.ask {
+                "ask"
+            } else {
+                "go on"
+            },
             self.gain,
-            if self.ask { ">" } else { "≤" },
+            if by_rule { ">" } else { "≤" },
             self.cost,
             s.join(", "),
             self.direction_pauses,
@@ -142,7 +157,9 @@ pub fn decide(
         .enumerate()
         .filter(|(i, _)| !set.contains(i))
         .map(|(_, v)| v.execution_cost - v.utility)
-        .sum();
+        .sum::<f32>()
+        // An empty sum of f32 is −0.0, which would show as "ΔEV -0.00".
+        + 0.0;
     let (cost, tol_j) = pause_cost(settings, direction_pauses, active_directions);
     PauseDecision {
         utilities: values.iter().map(|v| v.utility).collect(),
@@ -153,6 +170,7 @@ pub fn decide(
         cost,
         direction_pauses,
         direction_tolerance: tol_j,
-        ask: gain > cost,
+        ask: gain > cost || (settings.always && !values.is_empty()),
+        forced: settings.always && !values.is_empty() && gain <= cost,
     }
 }

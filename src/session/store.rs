@@ -396,6 +396,28 @@ impl SessionStore {
         })
     }
 
+    /// Replaces a session's stored settings, only while it has no events yet (the desktop app
+    /// records the profile it built after creating the session).
+    pub fn set_config(&self, id: SessionId, config: &serde_json::Value) -> SessionResult<()> {
+        let changed = self
+            .conn
+            .execute(
+                "UPDATE sessions SET config = ?2 WHERE id = ?1
+                 AND NOT EXISTS (SELECT 1 FROM events WHERE session = ?1)",
+                params![id, config.to_string()],
+            )
+            .at(&self.path)?;
+        if changed == 0 {
+            self.info(id)?;
+            return Err(SessionError::CorruptSession {
+                path: self.path.clone(),
+                session: id,
+                message: "its settings cannot change once it has events".into(),
+            });
+        }
+        Ok(())
+    }
+
     /// One session's summary.
     pub fn info(&self, id: SessionId) -> SessionResult<SessionInfo> {
         self.infos(Some(id))?

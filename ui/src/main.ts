@@ -1,49 +1,53 @@
-import { invoke } from '@tauri-apps/api/core';
-import {
-  chatModelLine,
-  dataDirLine,
-  embedModelLine,
-  errorText,
-  threadsLine,
-  type EngineStatus,
-  type Line,
-} from './status';
+// Builds the window: a left nav and one section per screen. Everything the engine returns is
+// untrusted text and is rendered with textContent only (see dom.ts); the report viewer's
+// sanitised HTML is the one exception (see sanitize.ts).
 
-// Everything the engine returns is untrusted text: it is rendered with textContent only.
+import { button, byId, h } from './dom';
+import { NAV, show } from './nav';
+import { createHistoryScreen } from './screens/history';
+import { createImportScreen } from './screens/import';
+import { createReportScreen } from './screens/report';
+import { createResearchScreen, listenForResearch } from './screens/research';
+import { createSessionsScreen } from './screens/sessions';
+import { createSettingsScreen } from './screens/settings';
+import { createSetupScreen, modelsReady, refresh } from './screens/setup';
 
-function byId(id: string): HTMLElement {
-  const el = document.getElementById(id);
-  if (!el) throw new Error(`missing element #${id}`);
-  return el;
+function mount(root: HTMLElement): void {
+  root.append(
+    h(
+      'header',
+      { class: 'app-header' },
+      h('h1', null, 'Rudder'),
+      h('p', { class: 'tagline' }, 'Private, steerable deep research on your own machine'),
+    ),
+    h(
+      'nav',
+      { class: 'app-nav', 'aria-label': 'Screens' },
+      NAV.map((n) => button(n.label, () => show(n.id), { id: `nav-${n.id}`, class: 'nav-button' })),
+    ),
+    h(
+      'main',
+      { class: 'app-main' },
+      createSetupScreen(),
+      createImportScreen(),
+      createHistoryScreen(),
+      createResearchScreen(),
+      createReportScreen(),
+      createSessionsScreen(),
+      createSettingsScreen(),
+    ),
+  );
 }
 
-function showLine(el: HTMLElement, line: Line): void {
-  el.textContent = line.text;
-  el.classList.remove('status-pending', 'status-ok', 'status-warn');
-  el.classList.add(line.tone === 'ok' ? 'status-ok' : 'status-warn');
-}
-
-async function refresh(): Promise<void> {
-  const model = byId('model-status');
-  const embed = byId('embed-status');
-  const threads = byId('threads-status');
-  const dataDir = byId('data-dir');
-  const error = byId('engine-error');
+async function start(): Promise<void> {
+  mount(byId('app'));
   try {
-    const status = await invoke<EngineStatus>('engine_status');
-    showLine(model, chatModelLine(status));
-    showLine(embed, embedModelLine(status));
-    threads.textContent = threadsLine(status);
-    dataDir.textContent = dataDirLine(status);
-    error.hidden = true;
-    error.textContent = '';
-  } catch (err) {
-    model.textContent = 'Chat model: unknown — engine unavailable';
-    model.classList.remove('status-pending', 'status-ok');
-    model.classList.add('status-warn');
-    error.textContent = errorText(err);
-    error.hidden = false;
+    await listenForResearch();
+  } catch {
+    // Outside the desktop app there are no events; every screen still renders.
   }
+  const status = await refresh();
+  show(modelsReady(status) ? 'research' : 'setup');
 }
 
-void refresh();
+void start();

@@ -1,16 +1,5 @@
-// Mirrors `rudder::status::EngineStatus` (serialised by serde with its Rust field names).
-export interface EngineStatus {
-  data_dir: string;
-  models_dir: string;
-  chat_model: string;
-  chat_model_present: boolean;
-  /** `present`, `missing`, `incomplete` or `unknown`. */
-  chat_model_state: string;
-  embed_model: string;
-  embed_model_present: boolean;
-  threads: number;
-  gpu_layers: number;
-}
+// The engine status lines of the Setup screen (an e2e test reads them from the real window).
+import type { EngineStatus } from './types';
 
 export type Tone = 'ok' | 'warn';
 
@@ -35,17 +24,9 @@ export function embedModelLine(s: EngineStatus): Line {
 }
 
 export function threadsLine(s: EngineStatus): string {
-  const gpu = s.gpu_layers > 0 ? `${s.gpu_layers} GPU layers` : 'CPU only';
-  return `Threads: ${s.threads} · ${gpu}`;
+  return `Threads: ${s.threads} · GPU layers: ${s.gpu_layers}`;
 }
 
 export function dataDirLine(s: EngineStatus): string {
   return `Data: ${s.data_dir} · Models: ${s.models_dir}`;
-}
-
-/** Errors from `invoke` are the command's `Err(String)`, or an Error outside Tauri. */
-export function errorText(err: unknown): string {
-  if (typeof err === 'string') return err;
-  if (err instanceof Error) return err.message;
-  return String(err);
 }

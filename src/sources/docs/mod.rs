@@ -34,7 +34,8 @@ use crate::embed::{EmbedError, Embedder};
 use crate::history::store::QuantizedVector;
 use crate::history::Progress;
 use index::TextIndex;
-use store::{ChunkRow, DocRow, NewChunk, NewDocument, Store};
+pub use store::ChunkRow;
+use store::{DocRow, NewChunk, NewDocument, Store};
 use vectors::VectorIndex;
 
 /// Errors from the document library. Messages name the file and, where it helps, the place in
@@ -861,6 +862,11 @@ impl Library {
             documents,
             roots,
         })
+    }
+
+    /// The chunk a document citation points at (`path`, 0-based `chunk`), if it is still stored.
+    pub fn chunk_at(&self, path: &str, chunk: u32) -> Result<Option<ChunkRow>, DocsError> {
+        self.store.chunk_at(path, chunk)
     }
 
     /// Counts and sizes.

@@ -97,7 +97,7 @@ pub(crate) struct NewChunk {
 
 /// A chunk with what a citation needs from its document.
 #[derive(Debug, Clone)]
-pub(crate) struct ChunkRow {
+pub struct ChunkRow {
     pub id: i64,
     pub doc_id: i64,
     pub idx: u32,
@@ -345,6 +345,24 @@ impl Store {
             out.extend(row);
         }
         Ok(out)
+    }
+
+    /// Chunk `idx` (0-based) of the document stored at `path`, as a citation names it.
+    pub fn chunk_at(&self, path: &str, idx: u32) -> Result<Option<ChunkRow>, DocsError> {
+        let id: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id
+                 WHERE d.path = ?1 AND c.idx = ?2",
+                rusqlite::params![path, idx as i64],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        Ok(match id {
+            Some(id) => self.chunk_rows(&[id])?.pop(),
+            None => None,
+        })
     }
 
     /// Visits every chunk with its document's title and description (to rebuild the index).

@@ -1,0 +1,158 @@
+//! The engine's application API: everything the desktop window can ask for, as plain calls
+//! with serialisable results. The Tauri shell (`src-tauri/`) only turns these into commands
+//! and forwards what a [`Notifier`] receives as window events; the CLI is the other face of
+//! the same library. The IPC contract is written down in `docs/desktop-api.md`.
+//!
+//! * [`models`] — model status and fetching with progress.
+//! * [`settings`] — the settings screen's view of `settings.toml`.
+//! * [`library`] — import of history exports and documents, history search, forgetting, and
+//!   opening a cited source.
+//! * [`research`] — research sessions run on a background thread: start, answer, steer,
+//!   stop, resume, list, report, export.
+
+pub mod library;
+pub mod models;
+pub mod research;
+pub mod settings;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use crate::config::{Paths, Settings};
+use crate::embed::FastEmbedder;
+use crate::models::{ModelState, ModelStore};
+use crate::research::Envelope;
+use crate::session::SessionId;
+
+pub use library::{
+    ForgetSelectorView, ForgetSummary, HistoryFilters, HistorySessionView, ImportProgress,
+    LibraryStats, SourceView,
+};
+pub use models::{FetchSummary, ModelProgress, ModelRow};
+pub use research::{ReplyView, ReportView, ResearchRequest, RunState, SessionRow, SteeringAck};
+pub use settings::AppSettings;
+
+/// Errors of the application API. The shell shows them to the user as they read.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Engine(#[from] crate::Error),
+    #[error(transparent)]
+    History(#[from] crate::history::HistoryError),
+    #[error(transparent)]
+    Docs(#[from] crate::sources::docs::DocsError),
+    #[error(transparent)]
+    Models(#[from] crate::models::ModelError),
+    #[error(transparent)]
+    Session(#[from] crate::session::SessionError),
+    #[error(transparent)]
+    Research(#[from] crate::research::ResearchError),
+    #[error(transparent)]
+    Embed(#[from] crate::embed::EmbedError),
+    #[error(transparent)]
+    Profile(#[from] crate::profile::ProfileError),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The request itself is wrong (a bad date, an empty question, an unknown session).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl AppError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        AppError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+pub type AppResult<T> = Result<T, AppError>;
+
+/// Where the API reports progress and research events; the desktop shell emits each as a
+/// window event (`model-progress`, `import-progress`, `research-event`, `research-state`).
+pub trait Notifier: Send + Sync + 'static {
+    fn model_progress(&self, _progress: &ModelProgress) {}
+    fn import_progress(&self, _progress: &ImportProgress) {}
+    fn research_event(&self, _session: SessionId, _event: &Envelope) {}
+    fn research_state(&self, _state: &RunState) {}
+}
+
+/// A notifier that drops everything (tests, scripts).
+pub struct Silent;
+impl Notifier for Silent {}
+
+/// The application: one per process, shared by every window command.
+pub struct App {
+    paths: Paths,
+    notifier: Arc<dyn Notifier>,
+    /// Research runs this process drives, by session.
+    runs: Arc<Mutex<HashMap<SessionId, research::LiveRun>>>,
+    /// The embedding model, loaded on first use and kept (it takes a second to load).
+    embedder: Mutex<Option<Arc<FastEmbedder>>>,
+}
+
+impl App {
+    pub fn new(paths: Paths, notifier: Arc<dyn Notifier>) -> Self {
+        Self {
+            paths,
+            notifier,
+            runs: Arc::default(),
+            embedder: Mutex::new(None),
+        }
+    }
+
+    pub fn paths(&self) -> &Paths {
+        &self.paths
+    }
+
+    fn settings(&self) -> AppResult<Settings> {
+        Ok(Settings::load(&self.paths)?)
+    }
+
+    /// The embedding model when it is installed; `None` means keyword search only.
+    fn embedder(&self) -> AppResult<Option<Arc<FastEmbedder>>> {
+        let mut slot = self.embedder.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = slot.as_ref() {
+            return Ok(Some(e.clone()));
+        }
+        let settings = self.settings()?;
+        let store = ModelStore::open(&self.paths)?;
+        if store.quick_state(&settings.embed_model) != ModelState::Present {
+            return Ok(None);
+        }
+        let embedder = Arc::new(FastEmbedder::from_store(
+            &store,
+            &settings.embed_model,
+            settings.llama.effective_threads(),
+        )?);
+        *slot = Some(embedder.clone());
+        Ok(Some(embedder))
+    }
+}
+
+/// A throttle for progress events: at most one every 100 ms, except the ones that must go.
+struct Throttle(Mutex<Option<std::time::Instant>>);
+
+impl Throttle {
+    fn new() -> Self {
+        Self(Mutex::new(None))
+    }
+
+    fn ready(&self) -> bool {
+        let mut last = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let now = std::time::Instant::now();
+        match *last {
+            Some(t) if now.duration_since(t) < std::time::Duration::from_millis(100) => false,
+            _ => {
+                *last = Some(now);
+                true
+            }
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! The settings screen: research defaults, the model and its runtime, and web search, as one
+//! flat record; saving writes `settings.toml` atomically and keeps what the screen does not
+//! show (context size, OpenAI-compatible server, web timeout).
+
+use serde::{Deserialize, Serialize};
+
+use super::{App, AppError, AppResult};
+use crate::config::{ResearchDefaults, Settings, WebSettings};
+use crate::models::{ModelStore, Role};
+use crate::sources::web::WEB_DISCLOSURE;
+
+/// What the settings screen edits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppSettings {
+    pub chat_model: String,
+    /// The chat models the manifest knows (read-only).
+    #[serde(default)]
+    pub chat_models: Vec<String>,
+    /// Generation threads; 0 means automatic (cores − 1).
+    pub threads: usize,
+    pub gpu_layers: u32,
+    pub depth: u32,
+    pub breadth: u32,
+    pub c0: f32,
+    pub tol: f32,
+    pub lambda_explore: f32,
+    pub lambda_info: f32,
+    pub clarify_turns: u32,
+    /// Ask at every branch, not only when the pause rule says it pays off.
+    #[serde(default)]
+    pub always_ask: bool,
+    pub web_enabled: bool,
+    pub searxng_url: String,
+    /// What would leave the machine with web search on (read-only).
+    #[serde(default)]
+    pub web_disclosure: String,
+}
+
+impl App {
+    pub fn settings_get(&self) -> AppResult<AppSettings> {
+        let settings = self.settings()?;
+        let store = ModelStore::open(&self.paths)?;
+        Ok(view(&settings, &store))
+    }
+
+    /// Validates and saves; returns what was saved.
+    pub fn settings_set(&self, new: &AppSettings) -> AppResult<AppSettings> {
+        validate(new)?;
+        let store = ModelStore::open(&self.paths)?;
+        let chat = store.get(&new.chat_model)?;
+        if chat.role != Role::Chat {
+            return Err(AppError::Invalid(format!(
+                "{} is not a chat model",
+                new.chat_model
+            )));
+        }
+        let mut settings = self.settings()?;
+        settings.chat_model = new.chat_model.clone();
+        settings.llama.threads = (new.threads > 0).then_some(new.threads);
+        settings.llama.gpu_layers = new.gpu_layers;
+        settings.research = ResearchDefaults {
+            depth: new.depth,
+            breadth: new.breadth,
+            c0: new.c0,
+            tol: new.tol,
+            lambda_explore: new.lambda_explore,
+            lambda_info: new.lambda_info,
+            clarify_turns: new.clarify_turns,
+            always_ask: new.always_ask,
+        };
+        let url = new.searxng_url.trim().to_string();
+        if new.web_enabled || !url.is_empty() || settings.web.is_some() {
+            let web = settings.web.get_or_insert_with(WebSettings::default);
+            web.enabled = new.web_enabled;
+            web.searxng_url = url;
+        }
+        settings.save(&self.paths)?;
+        Ok(view(&settings, &store))
+    }
+}
+
+fn view(settings: &Settings, store: &ModelStore) -> AppSettings {
+    let r = &settings.research;
+    let web = settings.web.clone().unwrap_or_default();
+    AppSettings {
+        chat_model: settings.chat_model.clone(),
+        chat_models: store
+            .models()
+            .iter()
+            .filter(|m| m.role == Role::Chat)
+            .map(|m| m.name.clone())
+            .collect(),
+        threads: settings.llama.threads.unwrap_or(0),
+        gpu_layers: settings.llama.gpu_layers,
+        depth: r.depth,
+        breadth: r.breadth,
+        c0: r.c0,
+        tol: r.tol,
+        lambda_explore: r.lambda_explore,
+        lambda_info: r.lambda_info,
+        clarify_turns: r.clarify_turns,
+        always_ask: r.always_ask,
+        web_enabled: web.enabled,
+        searxng_url: web.searxng_url,
+        web_disclosure: WEB_DISCLOSURE.to_string(),
+    }
+}
+
+/// The ranges the loop is defined for.
+pub fn validate(s: &AppSettings) -> AppResult<()> {
+    let mut problems = Vec::new();
+    if !(0.0..=1.0).contains(&s.c0) {
+        problems.push(format!("C0 must be between 0 and 1, not {}", s.c0));
+    }
+    if !(s.tol > 0.0 && s.tol.is_finite()) {
+        problems.push(format!("Tol must be above 0, not {}", s.tol));
+    }
+    for (name, v) in [("λ_exp", s.lambda_explore), ("λ_info", s.lambda_info)] {
+        if !(v >= 0.0 && v.is_finite()) {
+            problems.push(format!("{name} must be 0 or more, not {v}"));
+        }
+    }
+    if !(1..=6).contains(&s.depth) {
+        problems.push(format!("depth must be 1 to 6, not {}", s.depth));
+    }
+    if !(1..=6).contains(&s.breadth) {
+        problems.push(format!("breadth must be 1 to 6, not {}", s.breadth));
+    }
+    if s.clarify_turns > 5 {
+        problems.push(format!(
+            "at most 5 clarifying questions, not {}",
+            s.clarify_turns
+        ));
+    }
+    if s.web_enabled {
+        let url = s.searxng_url.trim();
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            problems.push(
+                "web search needs the address of a SearxNG instance (http:// or https://)".into(),
+            );
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(AppError::Invalid(problems.join("; ")))
+    }
+}
