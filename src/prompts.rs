@@ -66,6 +66,50 @@ const TEMPLATES: &[(&str, &str)] = &[
         "clarify_summary",
         include_str!("../prompts/clarify_summary.md"),
     ),
+    (
+        "eval_case_profile",
+        include_str!("../prompts/eval_case_profile.md"),
+    ),
+    (
+        "eval_case_personality",
+        include_str!("../prompts/eval_case_personality.md"),
+    ),
+    (
+        "eval_case_aspects",
+        include_str!("../prompts/eval_case_aspects.md"),
+    ),
+    (
+        "eval_case_history",
+        include_str!("../prompts/eval_case_history.md"),
+    ),
+    (
+        "eval_user_pause",
+        include_str!("../prompts/eval_user_pause.md"),
+    ),
+    (
+        "eval_user_clarify",
+        include_str!("../prompts/eval_user_clarify.md"),
+    ),
+    (
+        "eval_judge_alignment",
+        include_str!("../prompts/eval_judge_alignment.md"),
+    ),
+    (
+        "eval_judge_keypoints",
+        include_str!("../prompts/eval_judge_keypoints.md"),
+    ),
+    (
+        "eval_judge_keypoint_map",
+        include_str!("../prompts/eval_judge_keypoint_map.md"),
+    ),
+    (
+        "eval_judge_checklist",
+        include_str!("../prompts/eval_judge_checklist.md"),
+    ),
+    (
+        "eval_judge_bespoke",
+        include_str!("../prompts/eval_judge_bespoke.md"),
+    ),
 ];
 
 /// Renders prompt `name` with `context`.
@@ -104,6 +148,11 @@ mod tests {
             if name.starts_with("profile_")
                 || name.starts_with("ask_")
                 || name.starts_with("clarify_")
+                // The eval_case_ templates are covered by `eval::cases::tests`.
+                || name.starts_with("eval_case_")
+                // The eval_user_ and eval_judge_ templates are covered by `tests/eval_judges.rs`.
+                || name.starts_with("eval_user_")
+                || name.starts_with("eval_judge_")
             {
                 continue;
             }

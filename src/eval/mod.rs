@@ -3,11 +3,25 @@
 //! * [`retrieval`] — history retrieval for query-aware profiles (BESPOKE §4.4, Table 5):
 //!   nDCG@10, nDCG@20 and recall@20 of raw, CoT, pseudo-history and fused queries over
 //!   synthetic users whose relevant sessions are labelled by hand.
+//! * [`cases`] — persona × query × aspect cases with synthetic histories (STEER Appendix E/J).
 
+pub mod cases;
+pub mod judge;
+pub mod persona;
 pub mod retrieval;
+pub mod summary;
+pub mod user;
 
 use std::path::PathBuf;
 
+pub use judge::{Accounting, Alignment, Bespoke, Focus, Judge, JudgeSettings};
+pub use persona::{Aspect, PersonaCase};
+pub use user::{Exchange, SimulatedUser};
+
+pub use cases::{
+    build_cases, first_sentence, read_eval_cases, BuildOptions, BuildReport, CaseAspect,
+    CasePersona, EvalCase, EvalQuery, EvalSource,
+};
 pub use retrieval::{
     load_cases, ndcg_at, recall_at, run_retrieval_eval, run_retrieval_eval_on, CaseRow, CaseScore,
     CategorySummary, ModeSummary, QueryCategory, RetrievalCase, RetrievalReport, TopHit, UserRow,
@@ -33,10 +47,37 @@ pub enum EvalError {
     /// is not in it, …).
     #[error("case {case}: {message}")]
     Case { case: String, message: String },
+    /// A model call for a case failed, or its output stayed invalid after a retry.
+    #[error("{case}: {stage}: {source}")]
+    Generation {
+        case: String,
+        stage: &'static str,
+        #[source]
+        source: crate::llm::LlmError,
+    },
+    #[error("{case}: embedding: {source}")]
+    Embed {
+        case: String,
+        #[source]
+        source: crate::embed::EmbedError,
+    },
     #[error(transparent)]
     History(#[from] crate::history::HistoryError),
     #[error(transparent)]
     Profile(#[from] crate::profile::ProfileError),
+    /// A judge call failed: the model could not run, or its output did not fit the schema.
+    #[error("judge ({call}): {source}")]
+    Judge {
+        call: &'static str,
+        #[source]
+        source: crate::llm::LlmError,
+    },
+    /// A judge was given nothing to judge against (a case without aspects, …).
+    #[error("judge ({call}): {message}")]
+    JudgeInput { call: &'static str, message: String },
+    /// A judge prompt template failed to render.
+    #[error("judge prompt: {0}")]
+    JudgePrompt(String),
 }
 
 impl EvalError {

@@ -1,0 +1,249 @@
+//! What an evaluation run reports: one record per (case, system) run, a Markdown table shaped
+//! like STEER's Table 1 (mean per system), SVG plots of alignment, focus and pauses against
+//! the base pause cost C0, and the records themselves as JSON.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use plotters::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::EvalError;
+
+/// One report, judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub case_id: String,
+    /// `query-only`, `initial-persona`, `full-persona`, `rudder` (with pauses and history).
+    pub system: String,
+    /// The base pause cost, for runs that may pause.
+    pub c0: Option<f32>,
+    /// STEER alignment in [0, 1] (per-aspect 0/1/2, mean / 2).
+    pub alignment: f32,
+    /// Focus_kp in [0, 1].
+    pub focus: f32,
+    /// How well the system's inferred checklist covers the persona's aspects, in [0, 1].
+    pub checklist: Option<f32>,
+    /// BESPOKE's need alignment, content depth, tone and explanation style, 1–5 each.
+    pub bespoke: Option<[f32; 4]>,
+    pub pauses: u32,
+    pub llm_calls: u64,
+    pub prompt_tokens: u64,
+    pub generated_tokens: u64,
+    pub seconds: f64,
+}
+
+impl RunRecord {
+    /// The label a row of the table carries: the system, with C0 when it pauses.
+    pub fn label(&self) -> String {
+        match self.c0 {
+            Some(c0) => format!("{} (C0 = {c0:.1})", self.system),
+            None => self.system.clone(),
+        }
+    }
+}
+
+/// Means over the runs of one row.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RowMean {
+    pub label: String,
+    pub runs: usize,
+    pub alignment: f64,
+    pub focus: f64,
+    pub checklist: Option<f64>,
+    pub bespoke: Option<[f64; 4]>,
+    pub pauses: f64,
+    pub tokens: f64,
+    pub seconds: f64,
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// One row per label, in first-seen order (so the table follows the order systems were run).
+pub fn row_means(records: &[RunRecord]) -> Vec<RowMean> {
+    let mut order: Vec<String> = Vec::new();
+    let mut groups: BTreeMap<String, Vec<&RunRecord>> = BTreeMap::new();
+    for r in records {
+        let label = r.label();
+        if !order.contains(&label) {
+            order.push(label.clone());
+        }
+        groups.entry(label).or_default().push(r);
+    }
+    order
+        .into_iter()
+        .map(|label| {
+            let rows = &groups[&label];
+            let bespoke = (0..4)
+                .map(|i| {
+                    mean(
+                        rows.iter()
+                            .filter_map(|r| r.bespoke.map(|b| f64::from(b[i]))),
+                    )
+                })
+                .collect::<Option<Vec<f64>>>()
+                .map(|v| [v[0], v[1], v[2], v[3]]);
+            RowMean {
+                runs: rows.len(),
+                alignment: mean(rows.iter().map(|r| f64::from(r.alignment))).unwrap_or(0.0),
+                focus: mean(rows.iter().map(|r| f64::from(r.focus))).unwrap_or(0.0),
+                checklist: mean(rows.iter().filter_map(|r| r.checklist.map(f64::from))),
+                bespoke,
+                pauses: mean(rows.iter().map(|r| f64::from(r.pauses))).unwrap_or(0.0),
+                tokens: mean(
+                    rows.iter()
+                        .map(|r| (r.prompt_tokens + r.generated_tokens) as f64),
+                )
+                .unwrap_or(0.0),
+                seconds: mean(rows.iter().map(|r| r.seconds)).unwrap_or(0.0),
+                label,
+            }
+        })
+        .collect()
+}
+
+/// The Markdown table: alignment and focus as percentages (as STEER reports them), BESPOKE's
+/// criteria on its 0–100 scale (Likert × 20), then pauses, tokens and seconds per report.
+pub fn markdown_table(records: &[RunRecord]) -> String {
+    let mut out = String::from(
+        "| System | n | Align | Focus_kp | Checklist | Need | Depth | Tone | Style | Pauses | Tokens | Seconds |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let pct = |v: f64| format!("{:.1}", v * 100.0);
+    for row in row_means(records) {
+        let checklist = row.checklist.map(pct).unwrap_or_else(|| "–".into());
+        let bespoke: Vec<String> = match row.bespoke {
+            Some(b) => b.iter().map(|v| format!("{:.1}", v * 20.0)).collect(),
+            None => vec!["–".into(); 4],
+        };
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {:.2} | {:.0} | {:.0} |\n",
+            row.label,
+            row.runs,
+            pct(row.alignment),
+            pct(row.focus),
+            checklist,
+            bespoke.join(" | "),
+            row.pauses,
+            row.tokens,
+            row.seconds,
+        ));
+    }
+    out
+}
+
+/// One plot panel: title, (C0, mean) points, the y axis' top, the colour.
+type Panel<'a> = (&'a str, &'a Vec<(f64, f64)>, f64, RGBColor);
+
+/// Alignment, focus and pauses of the pausing runs against C0 (means per C0), one SVG.
+pub fn plot_against_c0(records: &[RunRecord], path: &Path) -> Result<(), EvalError> {
+    let mut by_c0: BTreeMap<i64, Vec<&RunRecord>> = BTreeMap::new();
+    for r in records {
+        if let Some(c0) = r.c0 {
+            // Keyed in thousandths so equal settings group exactly.
+            by_c0
+                .entry((c0 * 1000.0).round() as i64)
+                .or_default()
+                .push(r);
+        }
+    }
+    let points = |f: &dyn Fn(&RunRecord) -> f64| -> Vec<(f64, f64)> {
+        by_c0
+            .iter()
+            .filter_map(|(k, rs)| mean(rs.iter().map(|r| f(r))).map(|m| (*k as f64 / 1000.0, m)))
+            .collect()
+    };
+    let alignment = points(&|r| f64::from(r.alignment));
+    let focus = points(&|r| f64::from(r.focus));
+    let pauses = points(&|r| f64::from(r.pauses));
+    let max_pauses = pauses.iter().map(|p| p.1).fold(1.0_f64, f64::max).ceil();
+    let draw = || -> Result<(), Box<dyn std::error::Error>> {
+        let root = SVGBackend::new(path, (900, 360)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let panels = root.split_evenly((1, 3));
+        let series: [Panel; 3] = [
+            ("Alignment", &alignment, 1.0, RGBColor(37, 99, 235)),
+            ("Focus_kp", &focus, 1.0, RGBColor(22, 163, 74)),
+            ("Pauses per run", &pauses, max_pauses, RGBColor(220, 38, 38)),
+        ];
+        for (panel, (title, data, y_max, color)) in panels.iter().zip(series) {
+            let mut chart = ChartBuilder::on(panel)
+                .caption(title, ("sans-serif", 18))
+                .margin(12)
+                .x_label_area_size(32)
+                .y_label_area_size(40)
+                .build_cartesian_2d(0.0..1.05, 0.0..y_max)?;
+            chart.configure_mesh().x_desc("C0").draw()?;
+            chart.draw_series(LineSeries::new(data.iter().copied(), color))?;
+            chart.draw_series(data.iter().map(|p| Circle::new(*p, 4, color.filled())))?;
+        }
+        root.present()?;
+        Ok(())
+    };
+    draw().map_err(|e| EvalError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e.to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(system: &str, c0: Option<f32>, alignment: f32, focus: f32, pauses: u32) -> RunRecord {
+        RunRecord {
+            case_id: "c".into(),
+            system: system.into(),
+            c0,
+            alignment,
+            focus,
+            checklist: None,
+            bespoke: Some([3.0, 4.0, 5.0, 2.0]),
+            pauses,
+            llm_calls: 10,
+            prompt_tokens: 900,
+            generated_tokens: 100,
+            seconds: 12.0,
+        }
+    }
+
+    #[test]
+    fn rows_average_per_system_and_c0_in_run_order() {
+        let records = [
+            record("query-only", None, 0.5, 0.4, 0),
+            record("rudder", Some(0.1), 0.8, 0.6, 3),
+            record("query-only", None, 0.7, 0.6, 0),
+            record("rudder", Some(0.1), 0.6, 0.8, 1),
+        ];
+        let rows = row_means(&records);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].label, "query-only");
+        assert_eq!(rows[0].runs, 2);
+        assert!((rows[0].alignment - 0.6).abs() < 1e-6);
+        assert_eq!(rows[1].label, "rudder (C0 = 0.1)");
+        assert!((rows[1].pauses - 2.0).abs() < 1e-9);
+        let table = markdown_table(&records);
+        assert!(table.contains("| query-only | 2 | 60.0 | 50.0 | – | 60.0 | 80.0 | 100.0 | 40.0 | 0.00 | 1000 | 12 |"), "{table}");
+    }
+
+    #[test]
+    fn the_plot_is_an_svg_with_one_point_per_c0() {
+        let records = [
+            record("rudder", Some(0.1), 0.8, 0.6, 3),
+            record("rudder", Some(0.4), 0.7, 0.6, 2),
+            record("rudder", Some(1.0), 0.5, 0.5, 0),
+            record("query-only", None, 0.5, 0.4, 0),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c0.svg");
+        plot_against_c0(&records, &path).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.starts_with("<svg"));
+        // Three panels, three points each.
+        assert_eq!(svg.matches("<circle").count(), 9, "{svg}");
+        assert!(svg.contains("Alignment") && svg.contains("Pauses per run"));
+    }
+}
