@@ -61,6 +61,42 @@ pub enum EvalCommand {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// Run systems on cases with the same engine and model, judge every report, and write
+    /// records.json, table.md (STEER Table 1 shaped) and c0.svg to DIR.
+    Run {
+        /// Cases from `rudder eval build-cases`.
+        cases: PathBuf,
+        /// Comma-separated: query-only, initial-persona, full-persona, rudder (every --c0),
+        /// rudder@C0.
+        #[arg(
+            long,
+            value_name = "LIST",
+            default_value = "query-only,initial-persona,full-persona,rudder"
+        )]
+        systems: String,
+        /// The C0 sweep of `rudder`.
+        #[arg(long, value_name = "LIST", default_value = "0.1,0.4,0.7,1.0")]
+        c0: String,
+        /// The judge (and simulated user): a model name, or the base URL of an
+        /// OpenAI-compatible server (`http://…/v1`; sends the reports there).
+        #[arg(long, value_name = "MODEL|URL")]
+        judge: Option<String>,
+        /// The model name the judge server expects (with a URL judge).
+        #[arg(long, value_name = "NAME", default_value = "judge")]
+        judge_model: String,
+        #[arg(long, default_value_t = 1)]
+        depth: u32,
+        #[arg(long, default_value_t = 2)]
+        breadth: u32,
+        /// Clarifying questions the simulated user answers in `rudder` runs.
+        #[arg(long, default_value_t = 0)]
+        clarify: u32,
+        /// At most this many cases (the first ones).
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
 }
 
 pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
@@ -87,7 +123,134 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
             };
             build_cases(ctx, &eval_dir, &split, &options, &out)
         }
+        EvalCommand::Run {
+            cases,
+            systems,
+            c0,
+            judge,
+            judge_model,
+            depth,
+            breadth,
+            clarify,
+            limit,
+            out,
+        } => {
+            let sweep = c0
+                .split(',')
+                .map(|v| v.trim().parse::<f32>())
+                .collect::<Result<Vec<f32>, _>>()
+                .with_context(|| format!("--c0 {c0:?}: expected numbers like 0.1,0.4"))?;
+            let mut parsed = Vec::new();
+            for name in systems.split(',') {
+                parsed.extend(
+                    rudder::eval::runner::System::parse(name, &sweep)
+                        .map_err(anyhow::Error::msg)?,
+                );
+            }
+            let options = RunOptions {
+                systems: parsed,
+                judge,
+                judge_model,
+                depth,
+                breadth,
+                clarify,
+                limit,
+            };
+            run_eval(ctx, &cases, &options, &out)
+        }
     }
+}
+
+struct RunOptions {
+    systems: Vec<rudder::eval::runner::System>,
+    judge: Option<String>,
+    judge_model: String,
+    depth: u32,
+    breadth: u32,
+    clarify: u32,
+    limit: Option<usize>,
+}
+
+fn run_eval(
+    ctx: &Ctx,
+    cases_path: &std::path::Path,
+    options: &RunOptions,
+    out: &std::path::Path,
+) -> anyhow::Result<ExitCode> {
+    use rudder::eval::runner::{run_case, RunContext};
+    let mut cases = rudder::eval::read_eval_cases(cases_path)?;
+    if let Some(n) = options.limit {
+        cases.truncate(n);
+    }
+    let store = ModelStore::open(&ctx.paths)?;
+    let embedder = open_embedder(ctx, &store)?;
+    let llm = rudder::llm::open_chat(&store, &ctx.settings, ctx.model.as_deref())?;
+    let judge: Box<dyn rudder::llm::Llm> = match options.judge.as_deref() {
+        Some(url) if url.starts_with("http://") || url.starts_with("https://") => {
+            eprintln!("judge: {url} — the reports and personas are sent there");
+            Box::new(rudder::llm::openai::OpenAiLlm::new(
+                &rudder::config::OpenAiSettings {
+                    base_url: url.to_string(),
+                    model: options.judge_model.clone(),
+                    api_key_env: None,
+                },
+            )?)
+        }
+        Some(name) if Some(name) != ctx.model.as_deref() => {
+            rudder::llm::open_chat(&store, &ctx.settings, Some(name))?
+        }
+        // The same model judges: one copy in memory is enough.
+        _ => rudder::llm::open_chat(&store, &ctx.settings, ctx.model.as_deref())?,
+    };
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let run_ctx = RunContext {
+        llm: llm.as_ref(),
+        judge_llm: judge.as_ref(),
+        embedder: &embedder,
+        embed_model: ctx.settings.embed_model.clone(),
+        docs_dir: ctx.paths.docs_dir(),
+        cases_dir: cases_path
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default(),
+        work_dir: out.join("work"),
+        depth: options.depth,
+        breadth: options.breadth,
+        clarify_turns: options.clarify,
+    };
+    let total = (cases.len() * options.systems.len()) as u64;
+    let bar = indicatif::ProgressBar::new(total);
+    let mut records = Vec::new();
+    let mut outputs = Vec::new();
+    for case in &cases {
+        for &system in &options.systems {
+            bar.set_message(format!("{} {}", case.id, system.name()));
+            let output = run_case(&run_ctx, case, system)?;
+            records.push(output.record.clone());
+            outputs.push(output);
+            bar.inc(1);
+            // Written after every run, so a long sweep that stops keeps what it measured.
+            std::fs::write(
+                out.join("records.json"),
+                serde_json::to_string_pretty(&outputs)?,
+            )
+            .with_context(|| format!("writing {}", out.join("records.json").display()))?;
+        }
+    }
+    bar.finish_and_clear();
+    let table = rudder::eval::summary::markdown_table(&records);
+    std::fs::write(out.join("table.md"), &table)
+        .with_context(|| format!("writing {}", out.join("table.md").display()))?;
+    rudder::eval::summary::plot_against_c0(&records, &out.join("c0.svg"))?;
+    print!("{table}");
+    eprintln!(
+        "{} runs: {}, {} and {}",
+        records.len(),
+        out.join("records.json").display(),
+        out.join("table.md").display(),
+        out.join("c0.svg").display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn build_cases(

@@ -9,6 +9,7 @@ pub mod cases;
 pub mod judge;
 pub mod persona;
 pub mod retrieval;
+pub mod runner;
 pub mod summary;
 pub mod user;
 
@@ -78,6 +79,13 @@ pub enum EvalError {
     /// A judge prompt template failed to render.
     #[error("judge prompt: {0}")]
     JudgePrompt(String),
+    /// A system's research run (or its profile) failed on a case.
+    #[error("case {case}, system {system}: {message}")]
+    Run {
+        case: String,
+        system: String,
+        message: String,
+    },
 }
 
 impl EvalError {

@@ -1,0 +1,273 @@
+//! Runs the systems under comparison on evaluation cases with the same engine and model, and
+//! judges every report (STEER §3, Table 1):
+//!
+//! * `query-only` — the question alone, no persona, no history, no pauses;
+//! * `initial-persona` — plus the persona's first sentence (what Rudder is given);
+//! * `full-persona` — plus the whole persona text (an upper bound without interaction);
+//! * `rudder@C0` — the first sentence, the persona's synthetic history (imported, profiled
+//!   and searched) and a simulated user who answers the pauses, at base pause cost C0.
+//!
+//! Every run gets the same documents, depth, breadth and seed; the report is judged for
+//! alignment, Focus_kp, checklist agreement and BESPOKE's criteria, and its tokens, calls and
+//! seconds are recorded.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::cases::EvalCase;
+use super::judge::Judge;
+use super::persona::{Aspect, PersonaCase};
+use super::summary::RunRecord;
+use super::user::SimulatedUser;
+use super::EvalError;
+use crate::embed::Embedder;
+use crate::history::{History, ImportOptions, NoProgress};
+use crate::llm::Llm;
+use crate::profile::ProfileOptions;
+use crate::research::events::Collect;
+use crate::research::{
+    Brief, Interaction, MemoryJournal, NeverAsk, ResearchSettings, ResearchState, Researcher,
+};
+use crate::sources::docs::DocsSource;
+use crate::sources::history::HistorySourceAdapter;
+use crate::sources::Sources;
+
+/// A system under comparison.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum System {
+    QueryOnly,
+    InitialPersona,
+    FullPersona,
+    Rudder { c0: f32 },
+}
+
+impl System {
+    /// `query-only`, `initial-persona`, `full-persona`, `rudder` (every C0 of the sweep) or
+    /// `rudder@0.4`.
+    pub fn parse(name: &str, sweep: &[f32]) -> Result<Vec<System>, String> {
+        Ok(match name.trim() {
+            "query-only" => vec![System::QueryOnly],
+            "initial-persona" => vec![System::InitialPersona],
+            "full-persona" => vec![System::FullPersona],
+            "rudder" => sweep.iter().map(|&c0| System::Rudder { c0 }).collect(),
+            other => match other.strip_prefix("rudder@").map(str::parse::<f32>) {
+                Some(Ok(c0)) if (0.0..=1.0).contains(&c0) => vec![System::Rudder { c0 }],
+                _ => {
+                    return Err(format!(
+                        "unknown system {other:?} (expected query-only, initial-persona, \
+                         full-persona, rudder or rudder@C0 with C0 in [0, 1])"
+                    ))
+                }
+            },
+        })
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            System::QueryOnly => "query-only",
+            System::InitialPersona => "initial-persona",
+            System::FullPersona => "full-persona",
+            System::Rudder { .. } => "rudder",
+        }
+    }
+
+    fn c0(&self) -> Option<f32> {
+        match self {
+            System::Rudder { c0 } => Some(*c0),
+            _ => None,
+        }
+    }
+}
+
+/// What every run shares.
+pub struct RunContext<'a> {
+    /// The system's model.
+    pub llm: &'a dyn Llm,
+    /// Judges the reports and plays the user.
+    pub judge_llm: &'a dyn Llm,
+    pub embedder: &'a dyn Embedder,
+    pub embed_model: String,
+    /// The document library every system searches (e.g. the Wikipedia corpus).
+    pub docs_dir: PathBuf,
+    /// The folder `cases.jsonl` is in (history files are relative to it).
+    pub cases_dir: PathBuf,
+    /// Where per-case histories are imported.
+    pub work_dir: PathBuf,
+    pub depth: u32,
+    pub breadth: u32,
+    /// Clarifying questions the simulated user answers in `rudder` runs.
+    pub clarify_turns: u32,
+}
+
+/// One run's report and its judgement.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunOutput {
+    pub record: RunRecord,
+    pub report_markdown: String,
+    pub per_aspect: Vec<u8>,
+    pub key_points: Vec<String>,
+    pub checklist: Vec<String>,
+}
+
+fn aspects_of(case: &EvalCase) -> Vec<Aspect> {
+    case.aspects
+        .iter()
+        .map(|a| Aspect {
+            aspect: a.aspect.clone(),
+            evidence: a.evidence.clone(),
+            reason: a.reason.clone(),
+        })
+        .collect()
+}
+
+fn research_error(case: &EvalCase, system: System, e: impl std::fmt::Display) -> EvalError {
+    EvalError::Run {
+        case: case.id.clone(),
+        system: system.name().into(),
+        message: e.to_string(),
+    }
+}
+
+/// The case's history, imported once into the work folder (re-runs reuse it).
+fn case_history(ctx: &RunContext, case: &EvalCase) -> Result<History, EvalError> {
+    let dir = ctx.work_dir.join(&case.id).join("history");
+    let fresh = !dir.exists();
+    let mut history = History::open(&dir).map_err(|e| research_error_io(&dir, e))?;
+    if fresh {
+        let file = ctx.cases_dir.join(&case.history_file);
+        history
+            .import(
+                std::slice::from_ref(&file),
+                &ImportOptions::default(),
+                &NoProgress,
+            )
+            .map_err(|e| research_error_io(&file, e))?;
+        history
+            .embed_pending(ctx.embedder, &ctx.embed_model, &NoProgress)
+            .map_err(|e| research_error_io(&dir, e))?;
+    }
+    Ok(history)
+}
+
+fn research_error_io(path: &Path, e: impl std::fmt::Display) -> EvalError {
+    EvalError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+/// Runs one system on one case and judges the report.
+pub fn run_case(ctx: &RunContext, case: &EvalCase, system: System) -> Result<RunOutput, EvalError> {
+    let started = Instant::now();
+    let aspects = aspects_of(case);
+    let persona = PersonaCase {
+        text: case.persona.text.clone(),
+        aspects: aspects.clone(),
+    };
+    let mut sources = Sources::new();
+    let docs = DocsSource::open(&ctx.docs_dir).map_err(|e| research_error_io(&ctx.docs_dir, e))?;
+    sources.push(Box::new(docs));
+    let mut settings = ResearchSettings {
+        depth: ctx.depth,
+        breadth: ctx.breadth,
+        clarify_turns: 0,
+        ..ResearchSettings::default()
+    };
+    let mut brief = Brief {
+        query: case.query.clone(),
+        ..Brief::default()
+    };
+    match system {
+        System::QueryOnly => {}
+        System::InitialPersona => brief.persona_text = case.persona.first_sentence.clone(),
+        System::FullPersona => brief.persona_text = case.persona.text.clone(),
+        System::Rudder { c0 } => {
+            brief.persona_text = case.persona.first_sentence.clone();
+            settings.pause.base_cost = c0;
+            settings.clarify_turns = ctx.clarify_turns;
+            let mut history = case_history(ctx, case)?;
+            let run = crate::profile::query_profile(
+                ctx.llm,
+                &mut history,
+                Some((ctx.embedder, ctx.embed_model.as_str())),
+                &case.query,
+                &ProfileOptions::default(),
+            )
+            .map_err(|e| research_error(case, system, e))?;
+            brief.profile = run.profile.to_prompt_text();
+            history
+                .release_writer()
+                .map_err(|e| research_error(case, system, e))?;
+            sources.push(Box::new(HistorySourceAdapter::new(history)));
+        }
+    }
+    let mut never = NeverAsk;
+    let mut user = SimulatedUser::new(ctx.judge_llm, persona.clone(), case.query.clone())
+        .with_clarification(ctx.clarify_turns > 0);
+    let interaction: &mut dyn Interaction = match system {
+        System::Rudder { .. } => &mut user,
+        _ => &mut never,
+    };
+    let mut events = Collect::default();
+    let outcome = Researcher {
+        llm: ctx.llm,
+        embedder: ctx.embedder,
+        sources: &mut sources,
+        interaction,
+        events: &mut events,
+        journal: &mut MemoryJournal::new(),
+        settings,
+        embed_model: ctx.embed_model.clone(),
+    }
+    .run(&brief)
+    .map_err(|e| research_error(case, system, e))?;
+    let research_seconds = started.elapsed().as_secs_f64();
+    let state = ResearchState::fold(&events.0);
+    let checklist = state.persona.checklist.clone();
+    let report = &outcome.report.markdown;
+
+    let judge = Judge::new(ctx.judge_llm);
+    let alignment = judge.alignment(&case.query, report, &aspects)?;
+    let focus = judge.focus_kp(&case.query, report, &aspects)?;
+    let agreement = if checklist.is_empty() {
+        0.0
+    } else {
+        judge.checklist_agreement(&case.query, &checklist, &aspects)?
+    };
+    let bespoke = judge.bespoke(&case.query, report, &case.persona.text)?;
+    let judged = judge.accounting();
+    tracing::info!(
+        case = %case.id,
+        system = system.name(),
+        judge_calls = judged.usage.calls,
+        judge_seconds = judged.seconds,
+        "judged"
+    );
+    Ok(RunOutput {
+        record: RunRecord {
+            case_id: case.id.clone(),
+            system: system.name().into(),
+            c0: system.c0(),
+            alignment: alignment.score,
+            focus: focus.score,
+            checklist: Some(agreement),
+            bespoke: Some([
+                f32::from(bespoke.need_alignment),
+                f32::from(bespoke.content_depth),
+                f32::from(bespoke.tone),
+                f32::from(bespoke.explanation_style),
+            ]),
+            pauses: outcome.pauses,
+            llm_calls: outcome.usage.calls,
+            prompt_tokens: outcome.usage.prompt_tokens,
+            generated_tokens: outcome.usage.generated_tokens,
+            seconds: research_seconds,
+        },
+        report_markdown: report.clone(),
+        per_aspect: alignment.per_aspect,
+        key_points: focus.key_points,
+        checklist,
+    })
+}
