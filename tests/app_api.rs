@@ -79,27 +79,10 @@ fn harness() -> Harness {
     std::fs::create_dir_all(&docs).unwrap();
     // The documents of the desktop end-to-end test (src-tauri/tests/e2e_flow.rs), so that
     // SmolLM2 sees the same prompts and pauses the same way.
-    for (name, text) in [
-        (
-            "brewing.md",
-            "# Brewing green tea\n\nGreen tea is brewed with water at 70 to 80 °C. Steep \
-             sencha for one to two minutes and gyokuro for two to three minutes at lower \
-             temperatures. Boiling water scalds the leaves and releases bitter catechins.",
-        ),
-        (
-            "storage.md",
-            "# Storing tea\n\nKeep tea in an airtight, opaque container away from light, heat, \
-             moisture and strong smells. Opened green tea stays fresh for about two months; \
-             unopened packs keep for up to a year in a cool place.",
-        ),
-        (
-            "notes.md",
-            "# Tea shop notes <script>window.__pwned = 'script'</script>\n\nMatcha should be \
-             sifted before whisking <img src=x onerror=\"window.__pwned = 'img'\">. Store matcha \
-             in the fridge once opened and use it within a month.",
-        ),
-    ] {
-        std::fs::write(docs.join(name), text).unwrap();
+    let shared =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/desktop-docs");
+    for name in ["brewing.md", "storage.md", "notes.md"] {
+        std::fs::copy(shared.join(name), docs.join(name)).unwrap();
     }
     std::fs::write(docs.join("broken.pdf"), b"%PDF-1.7 not really").unwrap();
     Harness {

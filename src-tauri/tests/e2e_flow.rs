@@ -79,31 +79,13 @@ fn write_history_export(dir: &Path) {
     std::fs::write(dir.join("old/conversations.json"), &text[..text.len() / 2]).unwrap();
 }
 
+/// The documents `tests/app_api.rs` uses too (one carries payloads), so SmolLM2 sees the
+/// same prompts in both and pauses the same way.
 fn write_documents(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
-    let docs = [
-        (
-            "brewing.md",
-            "# Brewing green tea\n\nGreen tea is brewed with water at 70 to 80 °C. Steep \
-             sencha for one to two minutes and gyokuro for two to three minutes at lower \
-             temperatures. Boiling water scalds the leaves and releases bitter catechins.",
-        ),
-        (
-            "storage.md",
-            "# Storing tea\n\nKeep tea in an airtight, opaque container away from light, heat, \
-             moisture and strong smells. Opened green tea stays fresh for about two months; \
-             unopened packs keep for up to a year in a cool place.",
-        ),
-        (
-            "notes.md",
-            &format!(
-                "# Tea shop notes {PAYLOAD_SCRIPT}\n\nMatcha should be sifted before whisking \
-                 {PAYLOAD_IMG}. Store matcha in the fridge once opened and use it within a month."
-            ),
-        ),
-    ];
-    for (name, text) in docs {
-        std::fs::write(dir.join(name), text).unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/desktop-docs");
+    for name in ["brewing.md", "storage.md", "notes.md"] {
+        std::fs::copy(fixtures.join(name), dir.join(name)).unwrap();
     }
 }
 
