@@ -171,41 +171,94 @@ struct RunOptions {
     limit: Option<usize>,
 }
 
+/// What one sweep ran with, written to `run.json` beside the records so every number can be
+/// traced to its configuration and reproduced.
+#[derive(serde::Serialize)]
+struct RunManifest<'a> {
+    rudder_version: &'static str,
+    started: String,
+    cases_file: String,
+    cases_sha256: String,
+    case_ids: Vec<&'a str>,
+    case_seeds: Vec<u64>,
+    systems: Vec<String>,
+    model: String,
+    judge: String,
+    embed_model: String,
+    docs_dir: String,
+    /// The date the prompts see (`RUDDER_DATE`), when pinned.
+    prompt_date: Option<String>,
+    threads: usize,
+    judge_settings: rudder::eval::JudgeSettings,
+    /// The research settings of each system, in `systems` order.
+    research: Vec<rudder::research::ResearchSettings>,
+    command: Vec<String>,
+}
+
+/// A run that failed; the sweep goes on without it.
+#[derive(serde::Serialize)]
+struct RunFailure {
+    case_id: String,
+    system: String,
+    error: String,
+}
+
 fn run_eval(
     ctx: &Ctx,
     cases_path: &std::path::Path,
     options: &RunOptions,
     out: &std::path::Path,
 ) -> anyhow::Result<ExitCode> {
-    use rudder::eval::runner::{run_case, RunContext};
+    use rudder::eval::runner::{research_settings, run_case, RunContext};
+    use rudder::llm::replay::ReplayCache;
+    use rudder::llm::Llm;
     let mut cases = rudder::eval::read_eval_cases(cases_path)?;
     if let Some(n) = options.limit {
         cases.truncate(n);
     }
+    let cases_bytes =
+        std::fs::read(cases_path).with_context(|| format!("reading {}", cases_path.display()))?;
     let store = ModelStore::open(&ctx.paths)?;
     let embedder = open_embedder(ctx, &store)?;
     let llm = rudder::llm::open_chat(&store, &ctx.settings, ctx.model.as_deref())?;
-    let judge: Box<dyn rudder::llm::Llm> = match options.judge.as_deref() {
+    // `None`: the system's model judges too, and one copy in memory is enough.
+    let separate_judge: Option<Box<dyn Llm>> = match options.judge.as_deref() {
         Some(url) if url.starts_with("http://") || url.starts_with("https://") => {
             eprintln!("judge: {url} — the reports and personas are sent there");
-            Box::new(rudder::llm::openai::OpenAiLlm::new(
+            Some(Box::new(rudder::llm::openai::OpenAiLlm::new(
                 &rudder::config::OpenAiSettings {
                     base_url: url.to_string(),
                     model: options.judge_model.clone(),
                     api_key_env: None,
                 },
-            )?)
+            )?))
         }
-        Some(name) if Some(name) != ctx.model.as_deref() => {
-            rudder::llm::open_chat(&store, &ctx.settings, Some(name))?
+        Some(name) if name != llm.model_name() => {
+            Some(rudder::llm::open_chat(&store, &ctx.settings, Some(name))?)
         }
-        // The same model judges: one copy in memory is enough.
-        _ => rudder::llm::open_chat(&store, &ctx.settings, ctx.model.as_deref())?,
+        _ => None,
     };
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    // Every completion is kept, so a sweep that stops resumes where it was, and identical calls
+    // across systems (a shared research root, an identical report) run once.
+    let cache_path = out.join("llm-cache.jsonl");
+    let cache = ReplayCache::open(llm.as_ref(), &cache_path)
+        .with_context(|| format!("opening {}", cache_path.display()))?;
+    let judge_cache_path = out.join("llm-cache-judge.jsonl");
+    let judge_cache = match &separate_judge {
+        Some(judge) => Some(
+            ReplayCache::open(judge.as_ref(), &judge_cache_path)
+                .with_context(|| format!("opening {}", judge_cache_path.display()))?,
+        ),
+        None => None,
+    };
+    let judge_llm: &dyn Llm = match &judge_cache {
+        Some(cache) => cache,
+        None => &cache,
+    };
     let run_ctx = RunContext {
-        llm: llm.as_ref(),
-        judge_llm: judge.as_ref(),
+        llm: &cache,
+        judge_llm,
         embedder: &embedder,
         embed_model: ctx.settings.embed_model.clone(),
         docs_dir: ctx.paths.docs_dir(),
@@ -218,39 +271,110 @@ fn run_eval(
         breadth: options.breadth,
         clarify_turns: options.clarify,
     };
+    let manifest = RunManifest {
+        rudder_version: env!("CARGO_PKG_VERSION"),
+        started: chrono::Utc::now().to_rfc3339(),
+        cases_file: cases_path.display().to_string(),
+        cases_sha256: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&cases_bytes)),
+        case_ids: cases.iter().map(|c| c.id.as_str()).collect(),
+        case_seeds: cases.iter().map(|c| c.seed).collect(),
+        systems: options.systems.iter().map(|s| s.label()).collect(),
+        model: llm.model_name().to_string(),
+        judge: judge_llm.model_name().to_string(),
+        embed_model: ctx.settings.embed_model.clone(),
+        docs_dir: run_ctx.docs_dir.display().to_string(),
+        prompt_date: std::env::var("RUDDER_DATE").ok(),
+        threads: ctx.settings.llama.effective_threads(),
+        judge_settings: rudder::eval::JudgeSettings::default(),
+        research: options
+            .systems
+            .iter()
+            .map(|&s| research_settings(&run_ctx, s))
+            .collect(),
+        command: std::env::args().collect(),
+    };
+    std::fs::write(
+        out.join("run.json"),
+        serde_json::to_string_pretty(&manifest)?,
+    )
+    .with_context(|| format!("writing {}", out.join("run.json").display()))?;
+
     let total = (cases.len() * options.systems.len()) as u64;
-    let bar = indicatif::ProgressBar::new(total);
+    let bar = indicatif::ProgressBar::new(total).with_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
     let mut records = Vec::new();
     let mut outputs = Vec::new();
+    let mut failures = Vec::new();
     for case in &cases {
         for &system in &options.systems {
-            bar.set_message(format!("{} {}", case.id, system.name()));
-            let output = run_case(&run_ctx, case, system)?;
-            records.push(output.record.clone());
-            outputs.push(output);
+            bar.set_message(format!("{} {}", case.id, system.label()));
+            match run_case(&run_ctx, case, system) {
+                Ok(output) => {
+                    records.push(output.record.clone());
+                    outputs.push(output);
+                }
+                Err(e) => {
+                    bar.suspend(|| eprintln!("{} {}: {e}", case.id, system.label()));
+                    failures.push(RunFailure {
+                        case_id: case.id.clone(),
+                        system: system.label(),
+                        error: e.to_string(),
+                    });
+                }
+            }
             bar.inc(1);
             // Written after every run, so a long sweep that stops keeps what it measured.
-            std::fs::write(
-                out.join("records.json"),
-                serde_json::to_string_pretty(&outputs)?,
-            )
-            .with_context(|| format!("writing {}", out.join("records.json").display()))?;
+            write_json(&out.join("records.json"), &outputs)?;
+            write_json(&out.join("failures.json"), &failures)?;
         }
     }
     bar.finish_and_clear();
-    let table = rudder::eval::summary::markdown_table(&records);
+    // Compare systems on the same cases only: a case where any system failed is left out of
+    // the table (its records stay in records.json).
+    let failed: std::collections::HashSet<&str> =
+        failures.iter().map(|f| f.case_id.as_str()).collect();
+    let compared: Vec<_> = records
+        .iter()
+        .filter(|r| !failed.contains(r.case_id.as_str()))
+        .cloned()
+        .collect();
+    let mut table = rudder::eval::summary::markdown_table(&compared);
+    if !failures.is_empty() {
+        table.push_str(&format!(
+            "\n{} run(s) failed (failures.json); their {} case(s) are left out of every row.\n",
+            failures.len(),
+            failed.len()
+        ));
+    }
     std::fs::write(out.join("table.md"), &table)
         .with_context(|| format!("writing {}", out.join("table.md").display()))?;
-    rudder::eval::summary::plot_against_c0(&records, &out.join("c0.svg"))?;
+    rudder::eval::summary::plot_against_c0(&compared, &out.join("c0.svg"))?;
     print!("{table}");
+    let stats = cache.stats();
     eprintln!(
-        "{} runs: {}, {} and {}",
-        records.len(),
+        "{} runs ({} failed): {}, {}, {} and {}; model calls: {} computed, {} replayed from {}",
+        records.len() + failures.len(),
+        failures.len(),
         out.join("records.json").display(),
         out.join("table.md").display(),
-        out.join("c0.svg").display()
+        out.join("c0.svg").display(),
+        out.join("run.json").display(),
+        stats.computed + judge_cache.as_ref().map_or(0, |c| c.stats().computed),
+        stats.replayed + judge_cache.as_ref().map_or(0, |c| c.stats().replayed),
+        cache_path.display(),
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    std::fs::write(path, serde_json::to_string_pretty(value)?)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 fn build_cases(

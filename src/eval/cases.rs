@@ -132,19 +132,27 @@ impl EvalSource {
     }
 }
 
-/// Reads a JSON Lines file, skipping blank lines; `parse` turns one line into a row.
+/// Reads a JSON Lines file, skipping blank lines; `parse` turns one JSON value into a row.
+/// A line holding several values back to back (ALOE's `profile.jsonl` has one line with two
+/// strings and no newline between them) yields each of them, so no example is lost.
 fn read_jsonl<T>(path: &Path, parse: fn(&str) -> Result<T, String>) -> Result<Vec<T>, EvalError> {
     let text = std::fs::read_to_string(path).map_err(|e| EvalError::io(path, e))?;
     let mut rows = Vec::new();
     for (index, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        rows.push(parse(line).map_err(|message| EvalError::BadCase {
+        let bad = |message: String| EvalError::BadCase {
             path: path.to_path_buf(),
             line: index + 1,
             message,
-        })?);
+        };
+        let mut values = serde_json::Deserializer::from_str(line).into_iter::<Value>();
+        loop {
+            let start = values.byte_offset();
+            match values.next() {
+                None => break,
+                Some(Ok(_)) => rows.push(parse(&line[start..values.byte_offset()]).map_err(bad)?),
+                Some(Err(e)) => return Err(bad(e.to_string())),
+            }
+        }
     }
     Ok(rows)
 }
@@ -954,6 +962,20 @@ mod tests {
         assert_eq!(first_sentence("Version 2.5 is out"), "Version 2.5 is out");
         assert_eq!(first_sentence("  A\n  nurse.  Calm. "), "A nurse.");
         assert_eq!(first_sentence(""), "");
+    }
+
+    #[test]
+    fn jsonl_lines_with_several_values_yield_each_and_bad_lines_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("profile.jsonl");
+        std::fs::write(&path, "\"She is 30.\"\n\n\"He is 40.\"\"They are 50.\"\n").unwrap();
+        assert_eq!(
+            read_example_strings(&path).unwrap(),
+            ["She is 30.", "He is 40.", "They are 50."]
+        );
+        std::fs::write(&path, "\"ok\"\n\"cut off\n").unwrap();
+        let error = read_example_strings(&path).unwrap_err().to_string();
+        assert!(error.contains("profile.jsonl:2:"), "{error}");
     }
 
     #[test]

@@ -398,9 +398,10 @@ impl<'a> Judge<'a> {
             }
         };
         let parsed: Result<T, LlmError> = crate::llm::parse_json(&completion.text);
+        // The call's own duration, so a completion replayed from a cache counts what it cost.
         self.add(Accounting {
             usage: completion.usage,
-            seconds,
+            seconds: completion.timing.total.as_secs_f64(),
             invalid_outputs: u64::from(parsed.is_err()),
         });
         parsed.map_err(|source| EvalError::Judge { call, source })

@@ -19,11 +19,12 @@ use serde::Serialize;
 use super::cases::EvalCase;
 use super::judge::Judge;
 use super::persona::{Aspect, PersonaCase};
-use super::summary::RunRecord;
+use super::summary::{RunRecord, StageCost, StageCosts};
 use super::user::SimulatedUser;
 use super::EvalError;
 use crate::embed::Embedder;
 use crate::history::{History, ImportOptions, NoProgress};
+use crate::llm::replay::Metered;
 use crate::llm::Llm;
 use crate::profile::ProfileOptions;
 use crate::research::events::Collect;
@@ -64,6 +65,14 @@ impl System {
         })
     }
 
+    /// `rudder@0.4` for a Rudder run, else the name.
+    pub fn label(&self) -> String {
+        match self {
+            System::Rudder { c0 } => format!("rudder@{c0}"),
+            other => other.name().to_string(),
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             System::QueryOnly => "query-only",
@@ -73,7 +82,7 @@ impl System {
         }
     }
 
-    fn c0(&self) -> Option<f32> {
+    pub fn c0(&self) -> Option<f32> {
         match self {
             System::Rudder { c0 } => Some(*c0),
             _ => None,
@@ -158,10 +167,28 @@ fn research_error_io(path: &Path, e: impl std::fmt::Display) -> EvalError {
     }
 }
 
+/// The research settings a system runs with: the same depth, breadth and defaults for all;
+/// `rudder` adds its pause cost and the clarifying turns the simulated user answers.
+pub fn research_settings(ctx: &RunContext, system: System) -> ResearchSettings {
+    let mut settings = ResearchSettings {
+        depth: ctx.depth,
+        breadth: ctx.breadth,
+        clarify_turns: 0,
+        ..ResearchSettings::default()
+    };
+    if let System::Rudder { c0 } = system {
+        settings.pause.base_cost = c0;
+        settings.clarify_turns = ctx.clarify_turns;
+    }
+    settings
+}
+
 /// Runs one system on one case and judges the report.
 pub fn run_case(ctx: &RunContext, case: &EvalCase, system: System) -> Result<RunOutput, EvalError> {
     let started = Instant::now();
     let aspects = aspects_of(case);
+    let research_llm = Metered::new(ctx.llm);
+    let mut profile_cost = StageCost::default();
     let persona = PersonaCase {
         text: case.persona.text.clone(),
         aspects: aspects.clone(),
@@ -169,12 +196,7 @@ pub fn run_case(ctx: &RunContext, case: &EvalCase, system: System) -> Result<Run
     let mut sources = Sources::new();
     let docs = DocsSource::open(&ctx.docs_dir).map_err(|e| research_error_io(&ctx.docs_dir, e))?;
     sources.push(Box::new(docs));
-    let mut settings = ResearchSettings {
-        depth: ctx.depth,
-        breadth: ctx.breadth,
-        clarify_turns: 0,
-        ..ResearchSettings::default()
-    };
+    let settings = research_settings(ctx, system);
     let mut brief = Brief {
         query: case.query.clone(),
         ..Brief::default()
@@ -183,10 +205,8 @@ pub fn run_case(ctx: &RunContext, case: &EvalCase, system: System) -> Result<Run
         System::QueryOnly => {}
         System::InitialPersona => brief.persona_text = case.persona.first_sentence.clone(),
         System::FullPersona => brief.persona_text = case.persona.text.clone(),
-        System::Rudder { c0 } => {
+        System::Rudder { .. } => {
             brief.persona_text = case.persona.first_sentence.clone();
-            settings.pause.base_cost = c0;
-            settings.clarify_turns = ctx.clarify_turns;
             let mut history = case_history(ctx, case)?;
             let run = crate::profile::query_profile(
                 ctx.llm,
@@ -196,6 +216,8 @@ pub fn run_case(ctx: &RunContext, case: &EvalCase, system: System) -> Result<Run
                 &ProfileOptions::default(),
             )
             .map_err(|e| research_error(case, system, e))?;
+            // A cached profile carries the cost of the run that made it.
+            profile_cost = StageCost::new(run.usage, run.seconds);
             brief.profile = run.profile.to_prompt_text();
             history
                 .release_writer()
@@ -212,7 +234,7 @@ pub fn run_case(ctx: &RunContext, case: &EvalCase, system: System) -> Result<Run
     };
     let mut events = Collect::default();
     let outcome = Researcher {
-        llm: ctx.llm,
+        llm: &research_llm,
         embedder: ctx.embedder,
         sources: &mut sources,
         interaction,
@@ -223,7 +245,12 @@ pub fn run_case(ctx: &RunContext, case: &EvalCase, system: System) -> Result<Run
     }
     .run(&brief)
     .map_err(|e| research_error(case, system, e))?;
-    let research_seconds = started.elapsed().as_secs_f64();
+    let research_metering = research_llm.metering();
+    let research_cost = StageCost::new(research_metering.usage, research_metering.seconds);
+    let user_cost = {
+        let a = user.accounting();
+        StageCost::new(a.usage, a.seconds)
+    };
     let state = ResearchState::fold(&events.0);
     let checklist = state.persona.checklist.clone();
     let report = &outcome.report.markdown;
@@ -260,10 +287,17 @@ pub fn run_case(ctx: &RunContext, case: &EvalCase, system: System) -> Result<Run
                 f32::from(bespoke.explanation_style),
             ]),
             pauses: outcome.pauses,
-            llm_calls: outcome.usage.calls,
-            prompt_tokens: outcome.usage.prompt_tokens,
-            generated_tokens: outcome.usage.generated_tokens,
-            seconds: research_seconds,
+            llm_calls: profile_cost.calls + research_cost.calls,
+            prompt_tokens: profile_cost.prompt_tokens + research_cost.prompt_tokens,
+            generated_tokens: profile_cost.generated_tokens + research_cost.generated_tokens,
+            seconds: profile_cost.seconds + research_cost.seconds,
+            stages: StageCosts {
+                profile: profile_cost,
+                research: research_cost,
+                user: user_cost,
+                judge: StageCost::new(judged.usage, judged.seconds),
+            },
+            wall_seconds: started.elapsed().as_secs_f64(),
         },
         report_markdown: report.clone(),
         per_aspect: alignment.per_aspect,

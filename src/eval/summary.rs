@@ -27,10 +27,51 @@ pub struct RunRecord {
     /// BESPOKE's need alignment, content depth, tone and explanation style, 1–5 each.
     pub bespoke: Option<[f32; 4]>,
     pub pauses: u32,
+    /// What the system spent on the report (profile and research; not the simulated user or
+    /// the judges, which are in `stages`).
     pub llm_calls: u64,
     pub prompt_tokens: u64,
     pub generated_tokens: u64,
+    /// Model time of the system's calls, in seconds.
     pub seconds: f64,
+    /// The same per stage, with the simulated user and the judges.
+    #[serde(default)]
+    pub stages: StageCosts,
+    /// Wall time of the whole run as measured, judging included; less than the stages' sum
+    /// when completions were replayed from the cache.
+    #[serde(default)]
+    pub wall_seconds: f64,
+}
+
+/// Calls, tokens and model time of one stage of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageCost {
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub generated_tokens: u64,
+    pub seconds: f64,
+}
+
+impl StageCost {
+    pub fn new(usage: crate::llm::Usage, seconds: f64) -> Self {
+        Self {
+            calls: usage.calls,
+            prompt_tokens: usage.prompt_tokens,
+            generated_tokens: usage.generated_tokens,
+            seconds,
+        }
+    }
+}
+
+/// A run's cost by stage: the query-aware profile over the history (`rudder` only), the
+/// research loop with its clarifications and report, the simulated user's answers, and the
+/// judges.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageCosts {
+    pub profile: StageCost,
+    pub research: StageCost,
+    pub user: StageCost,
+    pub judge: StageCost,
 }
 
 impl RunRecord {
@@ -207,6 +248,8 @@ mod tests {
             prompt_tokens: 900,
             generated_tokens: 100,
             seconds: 12.0,
+            stages: StageCosts::default(),
+            wall_seconds: 20.0,
         }
     }
 

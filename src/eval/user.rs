@@ -245,9 +245,15 @@ impl<'a> SimulatedUser<'a> {
             format: OutputFormat::JsonSchema(schema),
         };
         let started = Instant::now();
-        let result = self.llm.complete_text(&request);
-        self.accounting.seconds += started.elapsed().as_secs_f64();
-        let completion = result?;
+        let completion = match self.llm.complete_text(&request) {
+            Ok(completion) => completion,
+            Err(e) => {
+                self.accounting.seconds += started.elapsed().as_secs_f64();
+                return Err(e);
+            }
+        };
+        // The call's own duration, so a completion replayed from a cache counts what it cost.
+        self.accounting.seconds += completion.timing.total.as_secs_f64();
         self.accounting.usage += completion.usage;
         let parsed = crate::llm::parse_json(&completion.text);
         if parsed.is_err() {

@@ -11,6 +11,7 @@
 pub mod grammar;
 pub mod llama;
 pub mod openai;
+pub mod replay;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
