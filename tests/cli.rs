@@ -217,3 +217,99 @@ fn ctrl_c_stops_ask_and_keeps_the_partial_answer() {
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(err.contains("interrupted after"), "{err}");
 }
+
+/// A records.json entry as `rudder eval run` writes it (only `record` is read back).
+fn eval_output(case: &str, system: &str, c0: Option<f32>, alignment: f32) -> serde_json::Value {
+    serde_json::json!({
+        "record": {
+            "case_id": case, "system": system, "c0": c0, "alignment": alignment, "focus": 0.5,
+            "checklist": 0.25, "bespoke": [3.0, 3.0, 3.0, 3.0], "pauses": u32::from(c0.is_some()),
+            "llm_calls": 9, "prompt_tokens": 5000, "generated_tokens": 1000, "seconds": 60.0,
+        },
+        "report_markdown": "# R", "per_aspect": [1], "key_points": [], "checklist": [],
+    })
+}
+
+#[test]
+fn eval_table_merges_run_folders_and_compares_systems_on_the_same_cases() {
+    let data = tempfile::tempdir().unwrap();
+    let first = data.path().join("part1");
+    let second = data.path().join("part2");
+    for dir in [&first, &second] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let write = |path: std::path::PathBuf, value: serde_json::Value| {
+        std::fs::write(path, serde_json::to_string(&value).unwrap()).unwrap()
+    };
+    write(
+        first.join("records.json"),
+        serde_json::json!([
+            eval_output("c1", "query-only", None, 0.2),
+            eval_output("c1", "rudder", Some(0.4), 0.6),
+        ]),
+    );
+    // c2's rudder run failed, so c2 must not count in any row; c3 is complete.
+    write(
+        second.join("records.json"),
+        serde_json::json!([
+            eval_output("c2", "query-only", None, 1.0),
+            eval_output("c3", "query-only", None, 0.4),
+            eval_output("c3", "rudder", Some(0.4), 0.8),
+        ]),
+    );
+    write(
+        second.join("failures.json"),
+        serde_json::json!([{"case_id": "c2", "system": "rudder@0.4", "error": "judge: …"}]),
+    );
+    let merged = data.path().join("merged");
+    let out = rudder(
+        data.path(),
+        &[
+            "eval",
+            "table",
+            first.to_str().unwrap(),
+            second.to_str().unwrap(),
+            "--out",
+            merged.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = std::fs::read_to_string(merged.join("table.md")).unwrap();
+    assert!(table.contains("| query-only | 2 | 30.0 |"), "{table}");
+    assert!(
+        table.contains("| rudder (C0 = 0.4) | 2 | 70.0 |"),
+        "{table}"
+    );
+    assert!(table.contains("1 run(s) failed"), "{table}");
+    let records: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(merged.join("records.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        records.len(),
+        5,
+        "every record is kept, the failed case's too"
+    );
+    assert!(std::fs::read_to_string(merged.join("c0.svg"))
+        .unwrap()
+        .contains("<svg"));
+
+    // A broken records file is named.
+    std::fs::write(second.join("records.json"), "[{\"record\": 3}]").unwrap();
+    let out = rudder(
+        data.path(),
+        &[
+            "eval",
+            "table",
+            first.to_str().unwrap(),
+            second.to_str().unwrap(),
+            "--out",
+            merged.to_str().unwrap(),
+        ],
+    );
+    assert!(!out.status.success());
+    let error = stderr(&out);
+    assert!(
+        error.contains("part2/records.json") && error.contains("record 1"),
+        "{error}"
+    );
+}

@@ -11,6 +11,7 @@ use rudder::eval::cases::{CaseAspect, CasePersona, EvalCase};
 use rudder::eval::runner::{run_case, RunContext, System};
 use rudder::eval::summary::{markdown_table, plot_against_c0};
 use rudder::history::NoProgress;
+use rudder::llm::replay::ReplayCache;
 use rudder::sources::docs::Library;
 
 fn case(dir: &std::path::Path) -> EvalCase {
@@ -88,9 +89,11 @@ fn baseline_and_rudder_runs_are_judged_tabled_and_plotted() {
         .unwrap();
     drop(library);
     let case = case(dir.path());
+    // As `rudder eval run` does: every call goes through a replay cache.
+    let cache = ReplayCache::open(&llm, &dir.path().join("llm-cache.jsonl")).unwrap();
     let ctx = RunContext {
-        llm: &llm,
-        judge_llm: &llm,
+        llm: &cache,
+        judge_llm: &cache,
         embedder: &embedder,
         embed_model: common::EMBED_MODEL.into(),
         docs_dir: docs,
@@ -115,10 +118,36 @@ fn baseline_and_rudder_runs_are_judged_tabled_and_plotted() {
             "{bespoke:?}"
         );
         assert!(r.llm_calls > 0 && r.prompt_tokens > 0 && r.seconds > 0.0);
+        // The system's cost is its profile and research stages; judging is apart.
+        let stages = r.stages;
+        assert_eq!(r.llm_calls, stages.profile.calls + stages.research.calls);
+        assert!((r.seconds - stages.profile.seconds - stages.research.seconds).abs() < 1e-6);
+        assert!(
+            stages.judge.calls >= 4,
+            "alignment, key points, mapping, BESPOKE: {r:?}"
+        );
+        assert!(r.wall_seconds >= r.seconds, "{r:?}");
         assert!(!out.report_markdown.is_empty());
         records.push(out.record);
     }
     assert_eq!(records[0].pauses, 0, "the baseline never pauses");
+    assert_eq!(
+        records[0].stages.profile.calls, 0,
+        "the baseline has no history"
+    );
+    assert!(
+        records[1].stages.profile.calls > 0,
+        "rudder profiles the history"
+    );
+
+    // Run again: every call is replayed, and the record is the same, costs included.
+    let computed = cache.stats().computed;
+    let again = run_case(&ctx, &case, System::QueryOnly).unwrap();
+    assert_eq!(cache.stats().computed, computed, "nothing ran twice");
+    assert!(cache.stats().replayed > 0);
+    let mut replayed = again.record.clone();
+    replayed.wall_seconds = records[0].wall_seconds;
+    assert_eq!(replayed, records[0]);
     assert_eq!(records[0].c0, None);
     assert_eq!(records[1].c0, Some(0.0));
     // The history was imported once for the case, and the profile used it.

@@ -63,6 +63,15 @@ pub enum EvalCommand {
     },
     /// Run systems on cases with the same engine and model, judge every report, and write
     /// records.json, table.md (STEER Table 1 shaped) and c0.svg to DIR.
+    /// Merge the records of several `eval run` folders (e.g. one sweep split across
+    /// processes) into one table.md, c0.svg and records.json in DIR.
+    Table {
+        /// Folders written by `rudder eval run`.
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+    },
     Run {
         /// Cases from `rudder eval build-cases`.
         cases: PathBuf,
@@ -123,6 +132,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
             };
             build_cases(ctx, &eval_dir, &split, &options, &out)
         }
+        EvalCommand::Table { runs, out } => merge_runs(&runs, &out),
         EvalCommand::Run {
             cases,
             systems,
@@ -196,7 +206,7 @@ struct RunManifest<'a> {
 }
 
 /// A run that failed; the sweep goes on without it.
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, serde::Deserialize)]
 struct RunFailure {
     case_id: String,
     system: String,
@@ -331,8 +341,29 @@ fn run_eval(
         }
     }
     bar.finish_and_clear();
-    // Compare systems on the same cases only: a case where any system failed is left out of
-    // the table (its records stay in records.json).
+    write_summary(out, &records, &failures)?;
+    let stats = cache.stats();
+    eprintln!(
+        "model calls: {} computed, {} replayed from {}",
+        stats.computed + judge_cache.as_ref().map_or(0, |c| c.stats().computed),
+        stats.replayed + judge_cache.as_ref().map_or(0, |c| c.stats().replayed),
+        cache_path.display(),
+    );
+    Ok(if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Writes table.md and c0.svg for `records` and prints the table. Systems are compared on the
+/// same cases only: a case where any run failed is left out of every row (its records stay in
+/// records.json).
+fn write_summary(
+    out: &std::path::Path,
+    records: &[rudder::eval::summary::RunRecord],
+    failures: &[RunFailure],
+) -> anyhow::Result<()> {
     let failed: std::collections::HashSet<&str> =
         failures.iter().map(|f| f.case_id.as_str()).collect();
     let compared: Vec<_> = records
@@ -352,24 +383,52 @@ fn run_eval(
         .with_context(|| format!("writing {}", out.join("table.md").display()))?;
     rudder::eval::summary::plot_against_c0(&compared, &out.join("c0.svg"))?;
     print!("{table}");
-    let stats = cache.stats();
     eprintln!(
-        "{} runs ({} failed): {}, {}, {} and {}; model calls: {} computed, {} replayed from {}",
+        "{} runs ({} failed): {}, {}, {}",
         records.len() + failures.len(),
         failures.len(),
         out.join("records.json").display(),
         out.join("table.md").display(),
         out.join("c0.svg").display(),
-        out.join("run.json").display(),
-        stats.computed + judge_cache.as_ref().map_or(0, |c| c.stats().computed),
-        stats.replayed + judge_cache.as_ref().map_or(0, |c| c.stats().replayed),
-        cache_path.display(),
     );
-    Ok(if failures.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(())
+}
+
+/// `rudder eval table`: the records of several run folders, summarised together.
+fn merge_runs(runs: &[PathBuf], out: &std::path::Path) -> anyhow::Result<ExitCode> {
+    #[derive(serde::Deserialize)]
+    struct Output {
+        record: rudder::eval::summary::RunRecord,
+    }
+    let mut outputs: Vec<serde_json::Value> = Vec::new();
+    let mut records = Vec::new();
+    let mut failures = Vec::new();
+    for dir in runs {
+        let path = dir.join("records.json");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let values: Vec<serde_json::Value> =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        for (index, value) in values.into_iter().enumerate() {
+            let output: Output = serde_json::from_value(value.clone())
+                .with_context(|| format!("{}: record {}", path.display(), index + 1))?;
+            records.push(output.record);
+            outputs.push(value);
+        }
+        let path = dir.join("failures.json");
+        if path.exists() {
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let mut more: Vec<RunFailure> = serde_json::from_str(&text)
+                .with_context(|| format!("parsing {}", path.display()))?;
+            failures.append(&mut more);
+        }
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    write_json(&out.join("records.json"), &outputs)?;
+    write_json(&out.join("failures.json"), &failures)?;
+    write_summary(out, &records, &failures)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
@@ -390,17 +449,20 @@ fn build_cases(
     let source = rudder::eval::EvalSource::load(eval_dir, split)?;
     let store = ModelStore::open(&ctx.paths)?;
     let embedder = open_embedder(ctx, &store)?;
-    let llm = rudder::llm::open_chat(&store, &ctx.settings, ctx.model.as_deref())?;
+    let model = rudder::llm::open_chat(&store, &ctx.settings, ctx.model.as_deref())?;
+    // Kept beside the cases: an interrupted build run again replays what it had generated.
+    let cache_path = out.join("llm-cache.jsonl");
+    let llm = rudder::llm::replay::ReplayCache::open(model.as_ref(), &cache_path)
+        .with_context(|| format!("opening {}", cache_path.display()))?;
     let progress = CountProgress::default();
-    let report =
-        rudder::eval::build_cases(&source, llm.as_ref(), &embedder, options, out, &progress)
-            .with_context(|| format!("building cases from {}", source.split_dir.display()))?;
+    let report = rudder::eval::build_cases(&source, &llm, &embedder, options, out, &progress)
+        .with_context(|| format!("building cases from {}", source.split_dir.display()))?;
     let summary = serde_json::json!({
         "cases_file": report.cases_file,
         "cases": report.cases.len(),
         "queries": report.queries,
         "seed": options.seed,
-        "model": llm.model_name(),
+        "model": model.model_name(),
         "rejected_profiles": report.rejected_profiles,
         "unfilled_personas": report.unfilled_personas,
         "retried_calls": report.retried_calls,

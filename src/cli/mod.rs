@@ -33,6 +33,10 @@ pub struct Cli {
     /// Model to use, by manifest name (see `rudder models list`).
     #[arg(long, global = true, value_name = "NAME")]
     model: Option<String>,
+    /// CPU threads for generation, instead of `llama.threads` in settings.toml (e.g. 1 each
+    /// for two evaluation processes side by side).
+    #[arg(long, global = true, env = "RUDDER_THREADS", value_name = "N")]
+    threads: Option<usize>,
     /// Print machine-readable JSON.
     #[arg(long, global = true)]
     json: bool,
@@ -142,7 +146,11 @@ fn init_logging(verbose: u8) {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = Paths::resolve(cli.data_dir.as_deref())?;
-    let settings = Settings::load(&paths)?;
+    let mut settings = Settings::load(&paths)?;
+    if let Some(threads) = cli.threads {
+        anyhow::ensure!(threads > 0, "--threads must be at least 1");
+        settings.llama.threads = Some(threads);
+    }
     let ctx = Ctx {
         paths,
         settings,

@@ -2,7 +2,6 @@
 //! research sessions are persisted event logs, so they can be inspected, steered from another
 //! terminal while they run, continued after a crash, and exported.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -227,48 +226,15 @@ fn resume(ctx: &Ctx, args: ResumeArgs) -> anyhow::Result<ExitCode> {
 
 fn export(ctx: &Ctx, id: i64, dir: &std::path::Path) -> anyhow::Result<ExitCode> {
     let store = open_store(ctx)?;
-    let info = store.info(id)?;
-    let events = store.events(id)?;
-    let state = ResearchState::fold(&events);
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut written = Vec::new();
-    if let Some(report) = &state.report {
-        let path = dir.join("report.md");
-        research::write_report(report, &path)?;
-        written.push(path.clone());
-        written.push(path.with_extension("html"));
+    // The same files as the desktop app's export, from the same library function.
+    for path in rudder::app::research::export_session(&store, id, dir)? {
+        println!("{}", path.display());
     }
-    let todo = dir.join("todo.md");
-    std::fs::write(&todo, state.todo.render_markdown(&state.query))
-        .with_context(|| format!("writing {}", todo.display()))?;
-    written.push(todo);
-    let log = dir.join("events.jsonl");
-    let mut w = std::io::BufWriter::new(
-        std::fs::File::create(&log).with_context(|| format!("writing {}", log.display()))?,
-    );
-    for e in &events {
-        writeln!(w, "{}", serde_json::to_string(e)?)?;
-    }
-    w.flush()?;
-    written.push(log);
-    let session = dir.join("session.json");
-    std::fs::write(
-        &session,
-        serde_json::to_string_pretty(&serde_json::json!({
-            "session": info,
-            "config": store.config(id)?,
-            "steering": store.steering(id)?,
-        }))?,
-    )
-    .with_context(|| format!("writing {}", session.display()))?;
-    written.push(session);
-    for p in &written {
-        println!("{}", p.display());
-    }
-    if state.report.is_none() {
+    if ResearchState::fold(&store.events(id)?).report.is_none() {
+        let status = store.info(id)?.status;
         eprintln!(
             "note: session {id} has no report yet (status {}); `rudder sessions resume {id}` finishes it",
-            status_name(info.status)
+            status_name(status)
         );
     }
     Ok(ExitCode::SUCCESS)

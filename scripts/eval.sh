@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The evaluation of issue 8 (STEER Table 1 on our engine), offline and reproducible:
+#   1. build CASES persona × query × aspect cases from ../shared/eval with the model (seeded;
+#      STEER Appendix E/J), each with a synthetic ChatGPT history;
+#   2. run query-only, initial-persona, full-persona and rudder at C0 ∈ {0.1, 0.4, 0.7, 1.0}
+#      on every case, with the same model as system, simulated user and judge, split across
+#      PARTS processes of THREADS threads each;
+#   3. merge the parts into OUT/table.md, OUT/c0.svg and OUT/records.json (run.json in each
+#      part holds the configuration).
+# Every model call is kept in the parts' llm-cache.jsonl, so running the script again after an
+# interruption continues where it stopped, and identical calls across systems run once.
+# Needs the models and the Wikipedia corpus (`rudder models fetch`, `rudder corpus fetch
+# wikipedia-vital-en`; fetched here if missing).
+#   scripts/eval.sh [OUT]
+#   env: CASES=10 PARTS=2 THREADS=1 MODEL=qwen2.5-coder-1.5b-instruct DEPTH=1 BREADTH=2
+#        CLARIFY=0 SEED=0 RUDDER=target/release/rudder (built if missing)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-eval-out}"
+cases="${CASES:-10}"
+parts="${PARTS:-2}"
+threads="${THREADS:-1}"
+model="${MODEL:-qwen2.5-coder-1.5b-instruct}"
+seed="${SEED:-0}"
+rudder="${RUDDER:-target/release/rudder}"
+# The date the prompts see, so a rerun on another day asks the same questions.
+export RUDDER_DATE="${RUDDER_DATE:-2026-11-22}"
+
+if [[ ! -x "$rudder" ]]; then
+  cargo build --release --bin rudder
+fi
+"$rudder" models fetch
+"$rudder" corpus fetch wikipedia-vital-en
+
+mkdir -p "$out"
+if [[ ! -s "$out/cases/cases.jsonl" ]]; then
+  "$rudder" --model "$model" --threads "$((threads * parts))" eval build-cases \
+    --queries "$cases" --personas-per-query 1 --seed "$seed" --out "$out/cases"
+fi
+
+# Round-robin split; the parts sit beside cases.jsonl, so history paths still resolve.
+pids=()
+runs=()
+for ((k = 0; k < parts; k++)); do
+  awk -v k="$k" -v n="$parts" 'NF && (NR - 1) % n == k' "$out/cases/cases.jsonl" \
+    >"$out/cases/part-$k.jsonl"
+  runs+=("$out/run-$k")
+  "$rudder" --model "$model" --threads "$threads" eval run "$out/cases/part-$k.jsonl" \
+    --systems query-only,initial-persona,full-persona,rudder --c0 0.1,0.4,0.7,1.0 \
+    --judge "$model" --depth "${DEPTH:-1}" --breadth "${BREADTH:-2}" \
+    --clarify "${CLARIFY:-0}" --out "$out/run-$k" >"$out/run-$k.log" 2>&1 &
+  pids+=($!)
+done
+status=0
+for pid in "${pids[@]}"; do
+  wait "$pid" || status=1
+done
+"$rudder" eval table "${runs[@]}" --out "$out"
+echo "table: $out/table.md, plots: $out/c0.svg, every number: $out/records.json"
+exit "$status"
