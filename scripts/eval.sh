@@ -33,10 +33,9 @@ fi
 "$rudder" corpus fetch wikipedia-vital-en
 
 mkdir -p "$out"
-if [[ ! -s "$out/cases/cases.jsonl" ]]; then
-  "$rudder" --model "$model" --threads "$((threads * parts))" eval build-cases \
-    --queries "$cases" --personas-per-query 1 --seed "$seed" --out "$out/cases"
-fi
+# Finished cases are replayed from "$out/cases/llm-cache.jsonl", so this resumes a build.
+"$rudder" --model "$model" --threads "$((threads * parts))" eval build-cases \
+  --queries "$cases" --personas-per-query 1 --seed "$seed" --out "$out/cases"
 
 # Round-robin split; the parts sit beside cases.jsonl, so history paths still resolve.
 pids=()

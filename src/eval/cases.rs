@@ -327,26 +327,16 @@ pub fn build_cases(
         Some((chosen.len() * options.personas_per_query) as u64),
     );
     let mut cases = Vec::new();
+    let cases_file = out_dir.join(CASES_FILE);
     for query in chosen {
         let built = builder.cases_for(query, out_dir, progress)?;
         cases.extend(built);
+        // Rewritten after every question, so a long build that stops keeps its finished cases
+        // (and a sweep can start on them).
+        write_cases(&cases_file, &cases)?;
     }
     progress.end();
-
-    let mut lines = String::new();
-    for case in &cases {
-        let line = serde_json::to_string(case).map_err(|e| EvalError::Case {
-            case: case.id.clone(),
-            message: e.to_string(),
-        })?;
-        lines.push_str(&line);
-        lines.push('\n');
-    }
-    let cases_file = out_dir.join(CASES_FILE);
-    crate::fsutil::write_atomic(&cases_file, lines.as_bytes()).map_err(|e| EvalError::Case {
-        case: cases_file.display().to_string(),
-        message: e.to_string(),
-    })?;
+    write_cases(&cases_file, &cases)?;
     Ok(BuildReport {
         cases_file,
         queries: count,
@@ -356,6 +346,23 @@ pub fn build_cases(
         retried_calls: builder.retried_calls,
         usage: builder.usage,
         seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Writes `cases` as JSON Lines, atomically.
+fn write_cases(path: &Path, cases: &[EvalCase]) -> Result<(), EvalError> {
+    let mut lines = String::new();
+    for case in cases {
+        let line = serde_json::to_string(case).map_err(|e| EvalError::Case {
+            case: case.id.clone(),
+            message: e.to_string(),
+        })?;
+        lines.push_str(&line);
+        lines.push('\n');
+    }
+    crate::fsutil::write_atomic(path, lines.as_bytes()).map_err(|e| EvalError::Case {
+        case: path.display().to_string(),
+        message: e.to_string(),
     })
 }
 
