@@ -3,40 +3,49 @@
 //! attempt, replies parse, and the summary comes back. `clarify_real.rs` runs the same steps
 //! with SmolLM2 and all-MiniLM-L6-v2.
 
+mod common;
+
 use std::sync::Mutex;
 
+use common::Canned;
 use rudder::clarify::{
     self, ClarifyAnswer, ClarifyContext, ClarifyQuestion, ClarifySettings, ClarifyTurn,
     RejectReason,
 };
 use rudder::embed::{cosine, EmbedError, Embedder};
-use rudder::llm::{CancelToken, Completion, FinishReason, Llm, LlmError, Request, Timing, Usage};
+use rudder::llm::{FinishReason, LlmError};
 use serde_json::json;
 
-/// Answers question prompts from a queue of outputs (the last one repeats) and summary prompts
-/// with one fixed output; records every prompt.
-struct ScriptedLlm {
-    questions: Mutex<Vec<String>>,
-    summary: String,
-    prompts: Mutex<Vec<String>>,
+fn summary() -> String {
+    json!({
+        "brief": "I want a light tent for two people under 200 euros, for summer hikes.",
+        "checklist_items": ["1. Covers tent weight", "Covers price under 200 euros", "Covers two-person models"],
+    })
+    .to_string()
 }
 
-impl ScriptedLlm {
-    fn new(questions: Vec<String>) -> Self {
-        Self {
-            questions: Mutex::new(questions),
-            summary: json!({
-                "brief": "I want a light tent for two people under 200 euros, for summer hikes.",
-                "checklist_items": ["1. Covers tent weight", "Covers price under 200 euros", "Covers two-person models"],
+/// Answers question prompts from a queue of outputs (the last one repeats) and summary prompts
+/// with `summary`; records every prompt.
+fn scripted_with_summary(questions: Vec<String>, summary: String) -> Canned {
+    let questions = Mutex::new(questions);
+    Canned::fallible(move |prompt| {
+        if prompt.contains("ONE short clarifying question") {
+            let mut queue = questions.lock().unwrap();
+            Ok(if queue.len() > 1 {
+                queue.remove(0)
+            } else {
+                queue[0].clone()
             })
-            .to_string(),
-            prompts: Mutex::new(Vec::new()),
+        } else if prompt.contains("Rewrite their request so it says everything they want") {
+            Ok(summary.clone())
+        } else {
+            Err(LlmError::Backend(format!("unscripted prompt: {prompt}")))
         }
-    }
+    })
+}
 
-    fn prompts(&self) -> Vec<String> {
-        self.prompts.lock().unwrap().clone()
-    }
+fn scripted(questions: Vec<String>) -> Canned {
+    scripted_with_summary(questions, summary())
 }
 
 fn candidate(question: &str, options: &[&str]) -> String {
@@ -47,50 +56,6 @@ fn candidate(question: &str, options: &[&str]) -> String {
 fn truncated(question: &str, options: &[&str]) -> String {
     let full = candidate(question, options);
     full[..full.len() / 2].to_string()
-}
-
-impl Llm for ScriptedLlm {
-    fn model_name(&self) -> &str {
-        "scripted"
-    }
-
-    fn complete(
-        &self,
-        request: &Request,
-        _on_text: &mut dyn FnMut(&str),
-        _cancel: &CancelToken,
-    ) -> Result<Completion, LlmError> {
-        let prompt = request.messages.last().unwrap().content.clone();
-        self.prompts.lock().unwrap().push(prompt.clone());
-        let text = if prompt.contains("ONE short clarifying question") {
-            let mut queue = self.questions.lock().unwrap();
-            if queue.len() > 1 {
-                queue.remove(0)
-            } else {
-                queue[0].clone()
-            }
-        } else if prompt.contains("Rewrite their request so it says everything they want") {
-            self.summary.clone()
-        } else {
-            return Err(LlmError::Backend(format!("unscripted prompt: {prompt}")));
-        };
-        let finish = if serde_json::from_str::<serde_json::Value>(&text).is_ok() {
-            FinishReason::Stop
-        } else {
-            FinishReason::Length
-        };
-        Ok(Completion {
-            usage: Usage {
-                prompt_tokens: (prompt.len() / 4) as u64,
-                cached_tokens: 0,
-                generated_tokens: (text.len() / 4) as u64,
-                calls: 1,
-            },
-            text,
-            timing: Timing::default(),
-            finish,
-        })
-    }
 }
 
 /// Buckets for [`BagOfWords`]: enough that the fixtures' words (and the generic aspects') do
@@ -167,7 +132,7 @@ fn settings() -> ClarifySettings {
 
 #[test]
 fn a_redundant_candidate_is_replaced_and_the_retry_prompt_avoids_it() {
-    let llm = ScriptedLlm::new(vec![
+    let llm = scripted(vec![
         candidate(EARLIER, &["One", "Two"]),
         candidate(
             "How heavy a tent can you carry on the hike?",
@@ -215,7 +180,7 @@ fn a_redundant_candidate_is_replaced_and_the_retry_prompt_avoids_it() {
 
 #[test]
 fn an_unrelated_candidate_is_dropped() {
-    let llm = ScriptedLlm::new(vec![
+    let llm = scripted(vec![
         candidate(OFF_TOPIC, &["Red paint", "Blue paint"]),
         candidate(
             "Which season will you hike in with the tent?",
@@ -237,7 +202,7 @@ fn an_unrelated_candidate_is_dropped() {
 
 #[test]
 fn a_restated_query_is_redundant_and_the_retry_names_an_aspect() {
-    let llm = ScriptedLlm::new(vec![
+    let llm = scripted(vec![
         candidate(QUERY, &["A dome tent", "A tunnel tent"]),
         candidate(
             "What will you use the tent for?",
@@ -262,7 +227,7 @@ fn a_restated_query_is_redundant_and_the_retry_names_an_aspect() {
         "{}",
         prompts[1]
     );
-    let llm = ScriptedLlm::new(vec![candidate(EARLIER, &["One", "Two"])]);
+    let llm = scripted(vec![candidate(EARLIER, &["One", "Two"])]);
     clarify::propose(&llm, &BagOfWords, &ctx(), &[earlier_turn()], &settings()).unwrap();
     let prompts = llm.prompts();
     assert!(
@@ -283,7 +248,7 @@ fn a_generic_question_is_relevant_through_the_aspects() {
     let q = question(1, "Who is the report for?", &["Me", "My manager"]);
     let r = clarify::relevance(&BagOfWords, &ctx(), &q).unwrap();
     assert!(r > 0.99, "{r}");
-    let llm = ScriptedLlm::new(vec![candidate(
+    let llm = scripted(vec![candidate(
         "Who is the report for?",
         &["Me", "My manager"],
     )]);
@@ -294,7 +259,7 @@ fn a_generic_question_is_relevant_through_the_aspects() {
 #[test]
 fn after_every_attempt_fails_there_is_no_question() {
     // The model keeps repeating the earlier question: three attempts, then the dialogue ends.
-    let llm = ScriptedLlm::new(vec![candidate(EARLIER, &["One", "Two"])]);
+    let llm = scripted(vec![candidate(EARLIER, &["One", "Two"])]);
     let p = clarify::propose(&llm, &BagOfWords, &ctx(), &[earlier_turn()], &settings()).unwrap();
     assert!(p.question.is_none());
     assert_eq!(p.rejected.len(), 3);
@@ -318,7 +283,7 @@ fn truncated_output_counts_as_an_attempt() {
         "What will you mainly use the tent for when hiking?",
         &["Weekend hiking trips", "Long treks"],
     );
-    let llm = ScriptedLlm::new(vec![
+    let llm = scripted(vec![
         truncated("What will you use the tent for?", &["Hiking", "Camping"]),
         good,
     ]);
@@ -340,12 +305,12 @@ fn truncated_output_counts_as_an_attempt() {
     );
 
     // Only unusable output: no question and no error.
-    let llm = ScriptedLlm::new(vec![truncated("What for?", &["Hiking", "Camping"])]);
+    let llm = scripted(vec![truncated("What for?", &["Hiking", "Camping"])]);
     let p = clarify::propose(&llm, &BagOfWords, &ctx(), &[], &settings()).unwrap();
     assert!(p.question.is_none());
     assert_eq!(p.completions.len(), 3);
     // Options that collapse to fewer than two distinct ones are unusable too.
-    let llm = ScriptedLlm::new(vec![candidate(
+    let llm = scripted(vec![candidate(
         "Which tent size do you need for hiking?",
         &["1. Small", "small"],
     )]);
@@ -355,7 +320,7 @@ fn truncated_output_counts_as_an_attempt() {
 
 #[test]
 fn no_question_after_the_last_turn_or_a_skip() {
-    let llm = ScriptedLlm::new(vec![candidate("Never asked?", &["a", "b"])]);
+    let llm = scripted(vec![candidate("Never asked?", &["a", "b"])]);
     let one_turn = ClarifySettings {
         max_turns: 1,
         ..settings()
@@ -426,7 +391,7 @@ fn a_question_renders_with_numbered_options_and_a_hint() {
 
 #[test]
 fn summarise_returns_the_brief_and_checklist() {
-    let llm = ScriptedLlm::new(vec![]);
+    let llm = scripted(vec![]);
     let q1 = question(1, EARLIER, &["One", "Two"]);
     let q2 = question(2, "What is your budget?", &["Under 200 euros", "Any"]);
     let turns = vec![
@@ -473,8 +438,7 @@ fn summarise_returns_the_brief_and_checklist() {
 
 #[test]
 fn an_unusable_summary_falls_back_to_the_query_and_answers() {
-    let mut llm = ScriptedLlm::new(vec![]);
-    llm.summary = r#"{"brief": "I want a li"#.into();
+    let llm = scripted_with_summary(vec![], r#"{"brief": "I want a li"#.into());
     let (refined, completion) = clarify::summarise(&llm, &ctx(), &[earlier_turn()]).unwrap();
     assert_eq!(
         refined.brief,

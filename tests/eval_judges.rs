@@ -8,65 +8,17 @@ mod research {
     pub mod scripted;
 }
 
-use std::sync::Mutex;
-
+use common::Canned;
 use research::scripted::{BagOfWords, MemorySource, ScriptedLlm};
 use rudder::clarify::ClarifyQuestion;
 use rudder::eval::{Aspect, Exchange, Judge, JudgeSettings, PersonaCase, SimulatedUser};
-use rudder::llm::{CancelToken, Completion, FinishReason, Llm, LlmError, Request, Timing, Usage};
+use rudder::llm::LlmError;
 use rudder::research::events::Collect;
 use rudder::research::{
     Brief, Interaction, MemoryJournal, Origin, PauseQuestion, ResearchSettings, Researcher,
 };
 use rudder::sources::Sources;
 use serde_json::json;
-
-/// Answers each prompt with whatever the function returns for it, and keeps the prompts.
-struct Canned {
-    answer: Box<dyn Fn(&str) -> String + Send + Sync>,
-    prompts: Mutex<Vec<String>>,
-}
-
-impl Canned {
-    fn new(answer: impl Fn(&str) -> String + Send + Sync + 'static) -> Self {
-        Self {
-            answer: Box::new(answer),
-            prompts: Mutex::new(Vec::new()),
-        }
-    }
-
-    fn calls(&self) -> usize {
-        self.prompts.lock().unwrap().len()
-    }
-}
-
-impl Llm for Canned {
-    fn model_name(&self) -> &str {
-        "canned"
-    }
-
-    fn complete(
-        &self,
-        request: &Request,
-        _on_text: &mut dyn FnMut(&str),
-        _cancel: &CancelToken,
-    ) -> Result<Completion, LlmError> {
-        let prompt = request.messages.last().unwrap().content.clone();
-        let text = (self.answer)(&prompt);
-        self.prompts.lock().unwrap().push(prompt.clone());
-        Ok(Completion {
-            usage: Usage {
-                prompt_tokens: (prompt.len() / 4) as u64,
-                cached_tokens: 0,
-                generated_tokens: (text.len() / 4) as u64,
-                calls: 1,
-            },
-            text,
-            timing: Timing::default(),
-            finish: FinishReason::Stop,
-        })
-    }
-}
 
 fn aspect(title: &str) -> Aspect {
     Aspect {
@@ -339,7 +291,7 @@ fn a_new_question_only_when_the_user_says_aspects_are_uncovered() {
     // The same question again is not asked twice; the earlier one is in the prompt's history.
     let second = user.ask(&pause_question()).unwrap();
     assert!(second.new_questions.is_empty());
-    let prompts = uncovered.prompts.lock().unwrap();
+    let prompts = uncovered.prompts();
     assert!(prompts[1].contains("- How do I brew tea for ten guests at once?"));
     assert!(prompts[1].contains("- What tea costs per cup"));
 }

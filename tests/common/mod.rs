@@ -58,3 +58,76 @@ pub fn small_model() -> rudder::llm::llama::LlamaLlm {
     )
     .unwrap()
 }
+
+type AnswerFn = dyn Fn(&str) -> Result<String, rudder::llm::LlmError> + Send + Sync;
+
+/// A scripted model for tests of pure logic: answers each prompt (the last message) with what
+/// `answer` returns for it, and keeps every prompt. Like a grammar-constrained backend, output
+/// asked for as JSON that does not parse is reported as cut off (`FinishReason::Length`).
+pub struct Canned {
+    answer: Box<AnswerFn>,
+    prompts: std::sync::Mutex<Vec<String>>,
+}
+
+impl Canned {
+    pub fn new(answer: impl Fn(&str) -> String + Send + Sync + 'static) -> Self {
+        Self::fallible(move |prompt| Ok(answer(prompt)))
+    }
+
+    /// `answer` may fail, as a backend does on a prompt it cannot serve.
+    pub fn fallible(
+        answer: impl Fn(&str) -> Result<String, rudder::llm::LlmError> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            answer: Box::new(answer),
+            prompts: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn prompts(&self) -> Vec<String> {
+        self.prompts.lock().unwrap().clone()
+    }
+
+    pub fn calls(&self) -> usize {
+        self.prompts.lock().unwrap().len()
+    }
+}
+
+impl rudder::llm::Llm for Canned {
+    fn model_name(&self) -> &str {
+        "canned"
+    }
+
+    fn complete(
+        &self,
+        request: &rudder::llm::Request,
+        _on_text: &mut dyn FnMut(&str),
+        _cancel: &rudder::llm::CancelToken,
+    ) -> Result<rudder::llm::Completion, rudder::llm::LlmError> {
+        use rudder::llm::{Completion, FinishReason, OutputFormat, Timing, Usage};
+        let prompt = request
+            .messages
+            .last()
+            .map(|m| m.content.clone())
+            .unwrap_or_default();
+        self.prompts.lock().unwrap().push(prompt.clone());
+        let text = (self.answer)(&prompt)?;
+        let cut_off = matches!(request.format, OutputFormat::JsonSchema(_))
+            && serde_json::from_str::<serde_json::Value>(&text).is_err();
+        Ok(Completion {
+            usage: Usage {
+                prompt_tokens: (prompt.len() / 4) as u64,
+                cached_tokens: 0,
+                generated_tokens: (text.len() / 4) as u64,
+                calls: 1,
+            },
+            text,
+            timing: Timing::default(),
+            finish: if cut_off {
+                FinishReason::Length
+            } else {
+                FinishReason::Stop
+            },
+        })
+    }
+}
