@@ -13,7 +13,8 @@
 # wikipedia-vital-en`; fetched here if missing).
 #   scripts/eval.sh [OUT]
 #   env: CASES=10 PARTS=2 THREADS=1 MODEL=qwen2.5-coder-1.5b-instruct DEPTH=1 BREADTH=2
-#        CLARIFY=0 SEED=0 RUDDER=target/release/rudder (built if missing)
+#        CLARIFY=0 SEED=0 SYSTEMS=query-only,initial-persona,full-persona,rudder
+#        C0=0.1,0.4,0.7,1.0 RUDDER=target/release/rudder (built if missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-eval-out}"
@@ -43,9 +44,11 @@ runs=()
 for ((k = 0; k < parts; k++)); do
   awk -v k="$k" -v n="$parts" 'NF && (NR - 1) % n == k' "$out/cases/cases.jsonl" \
     >"$out/cases/part-$k.jsonl"
+  [[ -s "$out/cases/part-$k.jsonl" ]] || continue
   runs+=("$out/run-$k")
   "$rudder" --model "$model" --threads "$threads" eval run "$out/cases/part-$k.jsonl" \
-    --systems query-only,initial-persona,full-persona,rudder --c0 0.1,0.4,0.7,1.0 \
+    --systems "${SYSTEMS:-query-only,initial-persona,full-persona,rudder}" \
+    --c0 "${C0:-0.1,0.4,0.7,1.0}" \
     --judge "$model" --depth "${DEPTH:-1}" --breadth "${BREADTH:-2}" \
     --clarify "${CLARIFY:-0}" --out "$out/run-$k" >"$out/run-$k.log" 2>&1 &
   pids+=($!)

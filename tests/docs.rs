@@ -607,6 +607,37 @@ fn a_wikipedia_corpus_indexes_articles_with_their_urls() {
     assert!(search(&mut lib, "kiwi").is_empty());
 }
 
+#[test]
+fn the_same_corpus_from_another_folder_is_not_indexed_twice() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(corpus_fixture()).unwrap();
+    let first = write(tmp.path(), "models-a/wiki/summaries.json", bytes.clone());
+    let moved = write(tmp.path(), "models-b/wiki/summaries.json", bytes);
+    let mut lib = open(tmp.path());
+    lib.add_corpus_json(&first, "wiki-test", None, &NoProgress)
+        .unwrap();
+    // The models folder moved: the identical corpus is recognised, nothing is added.
+    let again = lib
+        .add_corpus_json(&moved, "wiki-test", None, &NoProgress)
+        .unwrap();
+    assert_eq!((again.added, again.unchanged), (0, 21), "{again:#?}");
+    assert_eq!(lib.stats().unwrap().store.documents, 21);
+    assert_eq!(search(&mut lib, "waggle dance nectar").len(), 1);
+
+    // A different version there replaces the old one instead of joining it.
+    let mut value: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&moved).unwrap()).unwrap();
+    value.as_object_mut().unwrap().remove("Chess");
+    std::fs::write(&moved, serde_json::to_vec(&value).unwrap()).unwrap();
+    let newer = lib
+        .add_corpus_json(&moved, "wiki-test", None, &NoProgress)
+        .unwrap();
+    assert_eq!(newer.added, 20, "{newer:#?}");
+    assert_eq!(lib.stats().unwrap().store.documents, 20);
+    assert_eq!(lib.roots().unwrap().len(), 1);
+    assert!(search(&mut lib, "checkmate").is_empty());
+}
+
 fn embedder() -> &'static FastEmbedder {
     static EMBEDDER: OnceLock<FastEmbedder> = OnceLock::new();
     EMBEDDER

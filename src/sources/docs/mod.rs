@@ -544,6 +544,25 @@ impl Library {
             root: path.clone(),
             ..Default::default()
         };
+        // The same corpus indexed from another place (the models folder moved, or another
+        // `RUDDER_MODELS_DIR`): identical content is kept as it is, an older version is
+        // dropped first, so a corpus is never in the library twice.
+        for other in self.store.roots()? {
+            if other.kind != "corpus" || other.name.as_deref() != Some(corpus) || other.path == path
+            {
+                continue;
+            }
+            if other.sha256.as_deref() == Some(sha.as_str()) && other.documents > 0 {
+                report.root = other.path.clone();
+                report.unchanged = other.documents;
+                if let Some((embedder, model)) = embedder {
+                    report.embedded = self.embed_pending(embedder, model, progress)?;
+                }
+                report.seconds = started.elapsed().as_secs_f64();
+                return Ok(report);
+            }
+            self.remove(Path::new(&other.path))?;
+        }
         let same = self.store.root(&path)?.filter(|r| {
             r.kind == "corpus" && r.sha256.as_deref() == Some(sha.as_str()) && r.documents > 0
         });
