@@ -117,8 +117,8 @@ fn fetch(ctx: &Ctx, name: &str, no_embed: bool) -> anyhow::Result<ExitCode> {
     if !ctx.json {
         match &embedder {
             Some(_) => eprintln!(
-                "indexing {name}; embedding its passages takes a few minutes on a laptop \
-                 (interrupting is safe: `rudder corpus fetch {name}` or `rudder docs embed` \
+                "indexing {name}; the first time, embedding its passages takes a few minutes \
+                 on a laptop (interrupting is safe: `rudder corpus fetch {name}` or `rudder docs embed` \
                  carries on where it stopped)"
             ),
             None if !no_embed => missing_embedder_note(ctx),
