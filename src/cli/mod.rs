@@ -200,3 +200,32 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// clap's own consistency checks over every subcommand (no global flag clashes with a
+    /// subcommand's, defaults parse, …).
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn threads_is_a_global_flag() {
+        let cli = Cli::try_parse_from([
+            "rudder",
+            "eval",
+            "table",
+            "a",
+            "--out",
+            "b",
+            "--threads",
+            "3",
+        ])
+        .unwrap();
+        assert_eq!(cli.threads, Some(3));
+    }
+}
