@@ -545,7 +545,9 @@ impl Builder<'_> {
                 "profile",
                 prompt,
                 PROFILE_TOKENS,
-                |d: ProfileDraft, _| non_empty_text(&d.profile, "profile"),
+                |d: ProfileDraft, last| {
+                    once_each(&non_empty_text(&d.profile, "profile")?, "profile", last)
+                },
             )?;
             let vector = self
                 .embedder
@@ -594,7 +596,13 @@ impl Builder<'_> {
             "personality",
             prompt,
             PERSONALITY_TOKENS,
-            |d: PersonalityDraft, _| non_empty_text(&d.personality, "personality"),
+            |d: PersonalityDraft, last| {
+                once_each(
+                    &non_empty_text(&d.personality, "personality")?,
+                    "personality",
+                    last,
+                )
+            },
         )
     }
 
@@ -614,7 +622,7 @@ impl Builder<'_> {
             "aspects",
             prompt,
             ASPECTS_TOKENS,
-            |d: AspectsDraft, last| clean_aspects(d.aspects, last),
+            |d: AspectsDraft, last| specific_aspects(clean_aspects(d.aspects, last)?, last),
         )
     }
 
@@ -747,6 +755,204 @@ fn non_empty_text(text: &str, what: &str) -> Result<String, String> {
         return Err(format!("the {what} is empty"));
     }
     Ok(text)
+}
+
+/// The sentences of `text`, each once. A greedy small model can loop, writing the same
+/// sentences again until its budget runs out (a profile that says three times that she hikes
+/// in nearby trails); such text is refused with the repeated sentence named, and on the last
+/// attempt the repeats are dropped instead.
+fn once_each(text: &str, what: &str, last: bool) -> Result<String, String> {
+    let mut seen = HashSet::new();
+    let mut kept = Vec::new();
+    let mut repeated = None;
+    for sentence in sentences(text) {
+        let key: String = sentence
+            .chars()
+            .filter(|c| c.is_alphanumeric() || c.is_whitespace())
+            .collect::<String>()
+            .to_lowercase();
+        if seen.insert(key) {
+            kept.push(sentence);
+        } else if repeated.is_none() {
+            repeated = Some(sentence);
+        }
+    }
+    match repeated {
+        None => Ok(text.to_string()),
+        Some(sentence) if !last => Err(format!(
+            "the {what} repeats the sentence \"{sentence}\"; say each thing once"
+        )),
+        Some(_) => Ok(kept.join(" ")),
+    }
+}
+
+/// Sentences split after `.`, `!` or `?` followed by a space (enough for generated prose).
+fn sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes = text.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if matches!(b, b'.' | b'!' | b'?') && bytes.get(i + 1) == Some(&b' ') {
+            out.push(text[start..=i].trim());
+            start = i + 1;
+        }
+    }
+    let rest = text[start..].trim();
+    if !rest.is_empty() {
+        out.push(rest);
+    }
+    out
+}
+
+/// Words that name qualities of any good answer rather than what this user needs to learn.
+/// An aspect named only with these (and stop words) is generic: "Clarity and conciseness",
+/// "Depth of information", "Relevance to the user's interests".
+const GENERIC_ASPECT_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "accuracy",
+    "accurate",
+    "across",
+    "actionable",
+    "an",
+    "and",
+    "application",
+    "applications",
+    "approach",
+    "appropriate",
+    "as",
+    "at",
+    "backed",
+    "background",
+    "based",
+    "benefits",
+    "by",
+    "clarity",
+    "clear",
+    "comprehensive",
+    "comprehensiveness",
+    "concise",
+    "conciseness",
+    "content",
+    "context",
+    "credibility",
+    "credible",
+    "current",
+    "data",
+    "depth",
+    "detail",
+    "detailed",
+    "details",
+    "empathy",
+    "engagement",
+    "engaging",
+    "evidence",
+    "example",
+    "examples",
+    "explanation",
+    "explanations",
+    "focus",
+    "for",
+    "format",
+    "formatting",
+    "from",
+    "general",
+    "how",
+    "impact",
+    "implications",
+    "important",
+    "in",
+    "information",
+    "insight",
+    "insights",
+    "interest",
+    "interests",
+    "into",
+    "is",
+    "it",
+    "its",
+    "key",
+    "language",
+    "latest",
+    "level",
+    "life",
+    "main",
+    "of",
+    "on",
+    "or",
+    "organization",
+    "overall",
+    "overview",
+    "personal",
+    "personalized",
+    "practical",
+    "quality",
+    "readability",
+    "real",
+    "recent",
+    "relevance",
+    "relevant",
+    "reliable",
+    "research",
+    "resourcefulness",
+    "response",
+    "scientific",
+    "sources",
+    "specific",
+    "statistics",
+    "structure",
+    "structured",
+    "style",
+    "tailored",
+    "that",
+    "the",
+    "their",
+    "this",
+    "to",
+    "tone",
+    "trends",
+    "understanding",
+    "use",
+    "user",
+    "user's",
+    "users",
+    "using",
+    "what",
+    "which",
+    "why",
+    "with",
+    "world",
+];
+
+/// Whether an aspect names only generic qualities of an answer.
+fn is_generic(aspect: &CaseAspect) -> bool {
+    aspect
+        .aspect
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .all(|w| GENERIC_ASPECT_WORDS.contains(&w.to_lowercase().as_str()))
+}
+
+/// STEER's aspects are what this user needs the answer to cover. Generic qualities of any
+/// answer (tone, clarity, depth — BESPOKE's criteria judge those) are dropped; when fewer than
+/// [`MIN_ASPECTS`] specific ones remain, the answer is refused with the generic ones named, and
+/// on the last attempt the aspects are kept as they are, with a warning.
+fn specific_aspects(aspects: Vec<CaseAspect>, last: bool) -> Result<Vec<CaseAspect>, String> {
+    let (generic, specific): (Vec<CaseAspect>, Vec<CaseAspect>) =
+        aspects.iter().cloned().partition(is_generic);
+    if generic.is_empty() || specific.len() >= MIN_ASPECTS {
+        return Ok(specific);
+    }
+    let names: Vec<&str> = generic.iter().map(|a| a.aspect.as_str()).collect();
+    if last {
+        tracing::warn!("kept generic aspects after a retry: {}", names.join(", "));
+        return Ok(aspects);
+    }
+    Err(format!(
+        "these name qualities of any good answer, not what this user needs it to cover: {}; \
+         name topics of the answer that matter to this user",
+        names.join(", ")
+    ))
 }
 
 /// Trims the aspects and drops empty ones; fewer than [`MIN_ASPECTS`] is refused, more than
@@ -983,6 +1189,67 @@ mod tests {
         std::fs::write(&path, "\"ok\"\n\"cut off\n").unwrap();
         let error = read_example_strings(&path).unwrap_err().to_string();
         assert!(error.contains("profile.jsonl:2:"), "{error}");
+    }
+
+    #[test]
+    fn looping_text_is_refused_then_kept_once() {
+        let looping = "She is 35. She hikes in nearby trails. She has a dog. She hikes in \
+                       nearby trails. She has a dog.";
+        let error = once_each(looping, "profile", false).unwrap_err();
+        assert!(error.contains("\"She hikes in nearby trails.\""), "{error}");
+        assert_eq!(
+            once_each(looping, "profile", true).unwrap(),
+            "She is 35. She hikes in nearby trails. She has a dog."
+        );
+        let fine = "She is 35. She hikes! Does she? Yes";
+        assert_eq!(once_each(fine, "profile", false).unwrap(), fine);
+        assert_eq!(
+            sentences(fine),
+            ["She is 35.", "She hikes!", "Does she?", "Yes"]
+        );
+    }
+
+    #[test]
+    fn generic_answer_qualities_are_not_aspects() {
+        let aspect = |name: &str| CaseAspect {
+            aspect: name.into(),
+            evidence: "She is a software engineer.".into(),
+            reason: "It matters to her.".into(),
+        };
+        // What Qwen2.5-Coder-1.5B wrote for "how literature changes the way we think".
+        let generic = [
+            "Depth of information",
+            "Specific examples",
+            "Appropriate tone",
+            "Clarity of language",
+            "Relevance to the user's interests",
+            "Clarity and Conciseness",
+        ];
+        assert!(generic.iter().all(|a| is_generic(&aspect(a))));
+        let specific = [
+            "Reading fiction and empathy",
+            "Effect of novels on problem solving",
+            "Inflation's effect on tech salaries",
+            "Books for busy engineers",
+            "Evidence from cognitive science",
+        ];
+        assert!(specific.iter().all(|a| !is_generic(&aspect(a))));
+
+        let mixed: Vec<CaseAspect> = specific
+            .iter()
+            .chain(&generic[..2])
+            .map(|a| aspect(a))
+            .collect();
+        let kept = specific_aspects(mixed, false).unwrap();
+        assert_eq!(kept.len(), 5, "generic ones dropped when 5 specific remain");
+        let mostly_generic: Vec<CaseAspect> = generic
+            .iter()
+            .chain(&specific[..1])
+            .map(|a| aspect(a))
+            .collect();
+        let error = specific_aspects(mostly_generic.clone(), false).unwrap_err();
+        assert!(error.contains("Depth of information"), "{error}");
+        assert_eq!(specific_aspects(mostly_generic, true).unwrap().len(), 7);
     }
 
     #[test]
