@@ -255,6 +255,8 @@ fn eval_table_merges_run_folders_and_compares_systems_on_the_same_cases() {
             eval_output("c2", "query-only", None, 1.0),
             eval_output("c3", "query-only", None, 0.4),
             eval_output("c3", "rudder", Some(0.4), 0.8),
+            // A sweep stopped before c4's rudder run: c4 is not compared either.
+            eval_output("c4", "query-only", None, 0.9),
         ]),
     );
     write(
@@ -281,13 +283,17 @@ fn eval_table_merges_run_folders_and_compares_systems_on_the_same_cases() {
         "{table}"
     );
     assert!(table.contains("1 run(s) failed"), "{table}");
+    assert!(
+        table.contains("1 case(s) without a run of every system are left out of every row: c4."),
+        "{table}"
+    );
     let records: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(merged.join("records.json")).unwrap())
             .unwrap();
     assert_eq!(
         records.len(),
-        5,
-        "every record is kept, the failed case's too"
+        6,
+        "every record is kept, the left-out cases' too"
     );
     assert!(std::fs::read_to_string(merged.join("c0.svg"))
         .unwrap()

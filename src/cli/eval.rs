@@ -357,18 +357,34 @@ fn run_eval(
 }
 
 /// Writes table.md and c0.svg for `records` and prints the table. Systems are compared on the
-/// same cases only: a case where any run failed is left out of every row (its records stay in
-/// records.json).
+/// same cases only: a case where any run failed, or that lacks a run of some system (a sweep
+/// that was stopped), is left out of every row; its records stay in records.json.
 fn write_summary(
     out: &std::path::Path,
     records: &[rudder::eval::summary::RunRecord],
     failures: &[RunFailure],
 ) -> anyhow::Result<()> {
-    let failed: std::collections::HashSet<&str> =
-        failures.iter().map(|f| f.case_id.as_str()).collect();
+    use std::collections::{BTreeMap, BTreeSet};
+    let labels: BTreeSet<String> = records.iter().map(|r| r.label()).collect();
+    let mut per_case: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for r in records {
+        per_case
+            .entry(r.case_id.as_str())
+            .or_default()
+            .insert(r.label());
+    }
+    let failed: BTreeSet<&str> = failures.iter().map(|f| f.case_id.as_str()).collect();
+    let incomplete: BTreeSet<&str> = per_case
+        .iter()
+        .filter(|(_, seen)| **seen != labels)
+        .map(|(case, _)| *case)
+        .filter(|case| !failed.contains(case))
+        .collect();
     let compared: Vec<_> = records
         .iter()
-        .filter(|r| !failed.contains(r.case_id.as_str()))
+        .filter(|r| {
+            !failed.contains(r.case_id.as_str()) && !incomplete.contains(r.case_id.as_str())
+        })
         .cloned()
         .collect();
     let mut table = rudder::eval::summary::markdown_table(&compared);
@@ -377,6 +393,13 @@ fn write_summary(
             "\n{} run(s) failed (failures.json); their {} case(s) are left out of every row.\n",
             failures.len(),
             failed.len()
+        ));
+    }
+    if !incomplete.is_empty() {
+        table.push_str(&format!(
+            "\n{} case(s) without a run of every system are left out of every row: {}.\n",
+            incomplete.len(),
+            incomplete.iter().copied().collect::<Vec<_>>().join(", ")
         ));
     }
     std::fs::write(out.join("table.md"), &table)

@@ -176,10 +176,26 @@ pub fn markdown_table(records: &[RunRecord]) -> String {
     out
 }
 
-/// One plot panel: title, (C0, mean) points, the y axis' top, the colour.
-type Panel<'a> = (&'a str, &'a Vec<(f64, f64)>, f64, RGBColor);
+/// One plot panel: title, (C0, mean) points, the y axis' top, the colour, and the baselines'
+/// level on the same measure (name, mean).
+type Panel<'a> = (
+    &'a str,
+    &'a Vec<(f64, f64)>,
+    f64,
+    RGBColor,
+    Vec<(&'a str, f64)>,
+);
 
-/// Alignment, focus and pauses of the pausing runs against C0 (means per C0), one SVG.
+/// Dash colours for the baselines, in the order they were run.
+const BASELINE_COLOURS: [RGBColor; 3] = [
+    RGBColor(107, 114, 128),
+    RGBColor(217, 119, 6),
+    RGBColor(147, 51, 234),
+];
+
+/// Alignment, focus and pauses of the pausing runs against C0 (means per C0), one SVG. The
+/// systems that never pause (`query-only`, the persona baselines) are drawn as dashed levels
+/// on the alignment and focus panels, as STEER's plots compare against them.
 pub fn plot_against_c0(records: &[RunRecord], path: &Path) -> Result<(), EvalError> {
     let mut by_c0: BTreeMap<i64, Vec<&RunRecord>> = BTreeMap::new();
     for r in records {
@@ -201,16 +217,47 @@ pub fn plot_against_c0(records: &[RunRecord], path: &Path) -> Result<(), EvalErr
     let focus = points(&|r| f64::from(r.focus));
     let pauses = points(&|r| f64::from(r.pauses));
     let max_pauses = pauses.iter().map(|p| p.1).fold(1.0_f64, f64::max).ceil();
+    let baseline_rows: Vec<RowMean> = row_means(
+        &records
+            .iter()
+            .filter(|r| r.c0.is_none())
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    let levels = |f: &dyn Fn(&RowMean) -> f64| -> Vec<(&str, f64)> {
+        baseline_rows
+            .iter()
+            .map(|row| (row.label.as_str(), f(row)))
+            .collect()
+    };
     let draw = || -> Result<(), Box<dyn std::error::Error>> {
         let root = SVGBackend::new(path, (900, 360)).into_drawing_area();
         root.fill(&WHITE)?;
         let panels = root.split_evenly((1, 3));
         let series: [Panel; 3] = [
-            ("Alignment", &alignment, 1.0, RGBColor(37, 99, 235)),
-            ("Focus_kp", &focus, 1.0, RGBColor(22, 163, 74)),
-            ("Pauses per run", &pauses, max_pauses, RGBColor(220, 38, 38)),
+            (
+                "Alignment",
+                &alignment,
+                1.0,
+                RGBColor(37, 99, 235),
+                levels(&|row| row.alignment),
+            ),
+            (
+                "Focus_kp",
+                &focus,
+                1.0,
+                RGBColor(22, 163, 74),
+                levels(&|row| row.focus),
+            ),
+            (
+                "Pauses per run",
+                &pauses,
+                max_pauses,
+                RGBColor(220, 38, 38),
+                Vec::new(),
+            ),
         ];
-        for (panel, (title, data, y_max, color)) in panels.iter().zip(series) {
+        for (panel, (title, data, y_max, color, baselines)) in panels.iter().zip(series) {
             let mut chart = ChartBuilder::on(panel)
                 .caption(title, ("sans-serif", 18))
                 .margin(12)
@@ -220,6 +267,27 @@ pub fn plot_against_c0(records: &[RunRecord], path: &Path) -> Result<(), EvalErr
             chart.configure_mesh().x_desc("C0").draw()?;
             chart.draw_series(LineSeries::new(data.iter().copied(), color))?;
             chart.draw_series(data.iter().map(|p| Circle::new(*p, 4, color.filled())))?;
+            for (i, (name, level)) in baselines.iter().enumerate() {
+                let dash = BASELINE_COLOURS[i % BASELINE_COLOURS.len()];
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        [(0.0, *level), (1.05, *level)],
+                        6,
+                        4,
+                        dash.stroke_width(1),
+                    ))?
+                    .label(*name)
+                    .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], dash));
+            }
+            if !baselines.is_empty() {
+                chart
+                    .configure_series_labels()
+                    .position(SeriesLabelPosition::LowerRight)
+                    .background_style(WHITE.mix(0.8))
+                    .border_style(BLACK.mix(0.3))
+                    .label_font(("sans-serif", 11))
+                    .draw()?;
+            }
         }
         root.present()?;
         Ok(())
@@ -288,5 +356,12 @@ mod tests {
         // Three panels, three points each.
         assert_eq!(svg.matches("<circle").count(), 9, "{svg}");
         assert!(svg.contains("Alignment") && svg.contains("Pauses per run"));
+        // The baseline's level is labelled on the alignment and focus panels, not on pauses.
+        assert_eq!(svg.matches("query-only").count(), 2, "{svg}");
+
+        // Without baselines there is no legend.
+        plot_against_c0(&records[..3], &path).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(!svg.contains("query-only"));
     }
 }
