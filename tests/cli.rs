@@ -264,17 +264,20 @@ fn eval_table_merges_run_folders_and_compares_systems_on_the_same_cases() {
         serde_json::json!([{"case_id": "c2", "system": "rudder@0.4", "error": "judge: …"}]),
     );
     let merged = data.path().join("merged");
-    let out = rudder(
-        data.path(),
-        &[
-            "eval",
-            "table",
-            first.to_str().unwrap(),
-            second.to_str().unwrap(),
-            "--out",
-            merged.to_str().unwrap(),
-        ],
-    );
+    let merge = || {
+        rudder(
+            data.path(),
+            &[
+                "eval",
+                "table",
+                first.to_str().unwrap(),
+                second.to_str().unwrap(),
+                "--out",
+                merged.to_str().unwrap(),
+            ],
+        )
+    };
+    let out = merge();
     assert!(out.status.success(), "{}", stderr(&out));
     let table = std::fs::read_to_string(merged.join("table.md")).unwrap();
     assert!(table.contains("| query-only | 2 | 30.0 |"), "{table}");
@@ -301,17 +304,7 @@ fn eval_table_merges_run_folders_and_compares_systems_on_the_same_cases() {
 
     // A broken records file is named.
     std::fs::write(second.join("records.json"), "[{\"record\": 3}]").unwrap();
-    let out = rudder(
-        data.path(),
-        &[
-            "eval",
-            "table",
-            first.to_str().unwrap(),
-            second.to_str().unwrap(),
-            "--out",
-            merged.to_str().unwrap(),
-        ],
-    );
+    let out = merge();
     assert!(!out.status.success());
     let error = stderr(&out);
     assert!(

@@ -364,29 +364,9 @@ fn write_summary(
     records: &[rudder::eval::summary::RunRecord],
     failures: &[RunFailure],
 ) -> anyhow::Result<()> {
-    use std::collections::{BTreeMap, BTreeSet};
-    let labels: BTreeSet<String> = records.iter().map(|r| r.label()).collect();
-    let mut per_case: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
-    for r in records {
-        per_case
-            .entry(r.case_id.as_str())
-            .or_default()
-            .insert(r.label());
-    }
-    let failed: BTreeSet<&str> = failures.iter().map(|f| f.case_id.as_str()).collect();
-    let incomplete: BTreeSet<&str> = per_case
-        .iter()
-        .filter(|(_, seen)| **seen != labels)
-        .map(|(case, _)| *case)
-        .filter(|case| !failed.contains(case))
-        .collect();
-    let compared: Vec<_> = records
-        .iter()
-        .filter(|r| {
-            !failed.contains(r.case_id.as_str()) && !incomplete.contains(r.case_id.as_str())
-        })
-        .cloned()
-        .collect();
+    let failed: std::collections::BTreeSet<String> =
+        failures.iter().map(|f| f.case_id.clone()).collect();
+    let (compared, incomplete) = rudder::eval::summary::comparable_records(records, &failed);
     let mut table = rudder::eval::summary::markdown_table(&compared);
     if !failures.is_empty() {
         table.push_str(&format!(
@@ -399,7 +379,7 @@ fn write_summary(
         table.push_str(&format!(
             "\n{} case(s) without a run of every system are left out of every row: {}.\n",
             incomplete.len(),
-            incomplete.iter().copied().collect::<Vec<_>>().join(", ")
+            incomplete.join(", ")
         ));
     }
     std::fs::write(out.join("table.md"), &table)

@@ -2,7 +2,7 @@
 //! like STEER's Table 1 (mean per system), SVG plots of alignment, focus and pauses against
 //! the base pause cost C0, and the records themselves as JSON.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use plotters::prelude::*;
@@ -144,6 +144,31 @@ pub fn row_means(records: &[RunRecord]) -> Vec<RowMean> {
             }
         })
         .collect()
+}
+
+/// The records to compare: systems are compared on the same cases only, so a case in `failed`
+/// (a run of it failed) or without a record of every system seen (a sweep that stopped) is
+/// left out. Returns the kept records and the incomplete cases (not counting failed ones).
+pub fn comparable_records(
+    records: &[RunRecord],
+    failed: &BTreeSet<String>,
+) -> (Vec<RunRecord>, Vec<String>) {
+    let labels: BTreeSet<String> = records.iter().map(RunRecord::label).collect();
+    let mut per_case: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for r in records {
+        per_case.entry(&r.case_id).or_default().insert(r.label());
+    }
+    let incomplete: Vec<String> = per_case
+        .into_iter()
+        .filter(|(case, seen)| *seen != labels && !failed.contains(*case))
+        .map(|(case, _)| case.to_string())
+        .collect();
+    let kept = records
+        .iter()
+        .filter(|r| !failed.contains(&r.case_id) && !incomplete.contains(&r.case_id))
+        .cloned()
+        .collect();
+    (kept, incomplete)
 }
 
 /// The Markdown table: alignment and focus as percentages (as STEER reports them), BESPOKE's
@@ -338,6 +363,29 @@ mod tests {
         assert!((rows[1].pauses - 2.0).abs() < 1e-9);
         let table = markdown_table(&records);
         assert!(table.contains("| query-only | 2 | 60.0 | 50.0 | – | 60.0 | 80.0 | 100.0 | 40.0 | 0.00 | 1000 | 12 |"), "{table}");
+    }
+
+    #[test]
+    fn only_cases_with_every_system_and_no_failure_are_compared() {
+        let mut c2 = record("query-only", None, 0.1, 0.1, 0);
+        c2.case_id = "c2".into();
+        let mut c3 = record("query-only", None, 0.9, 0.9, 0);
+        c3.case_id = "c3".into();
+        let records = [
+            record("query-only", None, 0.5, 0.4, 0),
+            record("rudder", Some(0.4), 0.8, 0.6, 1),
+            c2,
+            c3,
+        ];
+        let failed = BTreeSet::from(["c3".to_string()]);
+        let (kept, incomplete) = comparable_records(&records, &failed);
+        assert_eq!(
+            incomplete,
+            ["c2"],
+            "c3 failed, so it is not also incomplete"
+        );
+        assert_eq!(kept.len(), 2);
+        assert!(kept.iter().all(|r| r.case_id == "c"));
     }
 
     #[test]

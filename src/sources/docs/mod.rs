@@ -544,39 +544,31 @@ impl Library {
             root: path.clone(),
             ..Default::default()
         };
-        // The same corpus indexed from another place (the models folder moved, or another
-        // `RUDDER_MODELS_DIR`): identical content is kept as it is, an older version is
-        // dropped first, so a corpus is never in the library twice.
-        for other in self.store.roots()? {
-            if other.kind != "corpus" || other.name.as_deref() != Some(corpus) || other.path == path
-            {
-                continue;
-            }
-            if other.sha256.as_deref() == Some(sha.as_str()) && other.documents > 0 {
-                report.root = other.path.clone();
-                report.unchanged = other.documents;
-                if let Some((embedder, model)) = embedder {
-                    report.embedded = self.embed_pending(embedder, model, progress)?;
-                }
-                report.seconds = started.elapsed().as_secs_f64();
-                return Ok(report);
-            }
-            self.remove(Path::new(&other.path))?;
-        }
-        let same = self.store.root(&path)?.filter(|r| {
-            r.kind == "corpus" && r.sha256.as_deref() == Some(sha.as_str()) && r.documents > 0
+        // This content already indexed, here or from another place (the models folder moved,
+        // or another `RUDDER_MODELS_DIR`), is kept as it is; an older version of the corpus
+        // elsewhere is dropped first, so a corpus is never in the library twice.
+        let roots = self.store.roots()?;
+        let same_corpus = |r: &RootInfo| {
+            r.kind == "corpus" && (r.path == path || r.name.as_deref() == Some(corpus))
+        };
+        let same = roots.iter().find(|r| {
+            same_corpus(r) && r.sha256.as_deref() == Some(sha.as_str()) && r.documents > 0
         });
         if let Some(root) = same {
+            report.root = root.path.clone();
             report.unchanged = root.documents;
             if root.name.as_deref() != Some(corpus) {
                 self.store
-                    .upsert_root(&path, "corpus", Some(corpus), Some(&sha))?;
+                    .upsert_root(&root.path, "corpus", Some(corpus), Some(&sha))?;
             }
             if let Some((embedder, model)) = embedder {
                 report.embedded = self.embed_pending(embedder, model, progress)?;
             }
             report.seconds = started.elapsed().as_secs_f64();
             return Ok(report);
+        }
+        for old in roots.iter().filter(|r| same_corpus(r) && r.path != path) {
+            self.remove(Path::new(&old.path))?;
         }
         let articles: serde_json::Map<String, serde_json::Value> =
             serde_json::from_slice(&bytes).map_err(|e| DocsError::File {
