@@ -12,6 +12,8 @@ packages=(
   webkit2gtk-driver xvfb xauth
   # headless Chromium for the UI flow tests with mockIPC (ui/: npm run test:flow)
   chromium
+  # the privacy tests: every system call that could reach the network or write a file
+  strace
 )
 
 missing=()

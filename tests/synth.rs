@@ -470,6 +470,7 @@ fn import_all(paths: &[PathBuf]) -> Imported {
                     );
                     signals.push(s.text);
                 }
+                Record::Skipped { place, reason } => panic!("skipped {place}: {reason}"),
             }
             Ok(())
         })

@@ -215,6 +215,8 @@ fn init_tracing() {
 }
 
 fn main() {
+    // Before any thread exists; see the function.
+    rudder::embed::disable_onnx_telemetry_env();
     init_tracing();
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
@@ -232,6 +234,19 @@ fn main() {
     let result = tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
         .setup(move |tauri_app| {
+            // The window is made here rather than from the config (`"create": false` there), so
+            // the webview keeps its storage and caches in Rudder's data directory, where
+            // `forget` and a deleted data folder reach them, not in ~/.local/share/<app id>.
+            let window = tauri_app
+                .config()
+                .app
+                .windows
+                .first()
+                .cloned()
+                .ok_or("tauri.conf.json defines no window")?;
+            tauri::WebviewWindowBuilder::from_config(tauri_app.handle(), &window)?
+                .data_directory(paths.data_dir.join("webview"))
+                .build()?;
             let notifier = Arc::new(WindowEvents(tauri_app.handle().clone()));
             tauri::Manager::manage(tauri_app, Arc::new(App::new(paths, notifier)));
             Ok(())

@@ -10,11 +10,13 @@
 #![cfg(target_os = "linux")]
 
 mod common;
+#[path = "../../tests/common/strace.rs"]
+mod strace;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{artifacts_dir, close, connect, Driver};
+use common::{artifacts_dir, close, connect_app, traced_app, Driver};
 use fantoccini::elements::Element;
 use fantoccini::{Client, Locator};
 use rudder::research::Event;
@@ -403,13 +405,27 @@ async fn import_research_steer_and_report_in_the_real_window() {
     write_documents(&fixtures.path().join("docs"));
     write_settings(data_dir.path());
 
+    // The app runs under strace, with home and temp folders of its own that must stay empty:
+    // the privacy promise holds for the window too.
+    strace::require();
+    let sandbox = tempfile::tempdir().unwrap();
+    let sandbox_path = std::fs::canonicalize(sandbox.path()).unwrap();
+    let (home, tmp) = (sandbox_path.join("home"), sandbox_path.join("tmp"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&tmp).unwrap();
+    let trace_log = sandbox_path.join("app.strace");
+    let app = traced_app(&sandbox_path, &trace_log, &strace::strace_args());
+    let data_path = std::fs::canonicalize(data_dir.path()).unwrap();
+
     let driver = Driver::start(&[
-        ("RUDDER_DATA_DIR", data_dir.path().as_os_str()),
+        ("RUDDER_DATA_DIR", data_path.as_os_str()),
         ("RUDDER_MODELS_DIR", models.as_os_str()),
         // Greedy decoding is reproducible only if the prompts see the same date.
         ("RUDDER_DATE", "2026-11-22".as_ref()),
+        ("HOME", home.as_os_str()),
+        ("TMPDIR", tmp.as_os_str()),
     ]);
-    let client = connect(&driver).await;
+    let client = connect_app(&driver, &app).await;
     let mut saved = Vec::new();
     let result = flow(&client, fixtures.path(), &mut saved).await;
     if result.is_err() {
@@ -418,6 +434,7 @@ async fn import_research_steer_and_report_in_the_real_window() {
     close(client).await;
     drop(driver);
     result.expect("the desktop flow");
+    check_trace(&trace_log, &data_path, &[&home, &tmp]);
 
     // The engine's own record agrees with what the window did.
     let store =
@@ -460,4 +477,42 @@ async fn import_research_steer_and_report_in_the_real_window() {
     ] {
         assert!(saved.iter().any(|s| s == name), "no screenshot of {name}");
     }
+}
+
+/// No socket off the loopback interface (WebDriver drives the window through WebKit's
+/// automation server on 127.0.0.1), no DNS, and nothing written outside the data directory;
+/// the sandboxed home and temp folders are still empty.
+fn check_trace(log: &Path, data: &Path, empty: &[&Path]) {
+    let trace = std::fs::read_to_string(log).expect("the app's strace log");
+    let cwd = std::env::current_dir().unwrap();
+    let findings = strace::analyse_with(&trace, &cwd, &[data], true);
+    assert!(findings.calls > 0, "the trace of the app is empty");
+    let outside: Vec<_> = empty.iter().flat_map(|dir| walk(dir)).collect();
+    eprintln!(
+        "app trace: {} calls, {} network findings, {} DNS, {} writes outside, {} files left in home/tmp",
+        findings.calls,
+        findings.network.len(),
+        findings.dns.len(),
+        findings.writes_outside.len(),
+        outside.len()
+    );
+    assert!(
+        findings.is_clean() && outside.is_empty(),
+        "the desktop app broke the privacy promise:\nnetwork: {:#?}\nDNS: {:#?}\n\
+         writes outside the data directory: {:#?}\nleft in home/tmp: {outside:#?}",
+        findings.network,
+        findings.dns,
+        findings.writes_outside
+    );
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        out.push(entry.path());
+        if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            out.extend(walk(&entry.path()));
+        }
+    }
+    out
 }

@@ -284,6 +284,7 @@ impl App {
                 chunk,
                 page,
                 url,
+                ..
             } => {
                 let library = Library::open(&self.paths.docs_dir())?;
                 let row = library.chunk_at(path, *chunk)?.ok_or_else(|| {
@@ -293,10 +294,11 @@ impl App {
                         chunk + 1
                     ))
                 })?;
-                let mut location = format!("{path}, passage {}", chunk + 1);
+                let mut location = row.shared_name();
                 if let Some(p) = page.or(row.page) {
                     location.push_str(&format!(", page {p}"));
                 }
+                location.push_str(&format!(", passage {}", chunk + 1));
                 Ok(SourceView {
                     title: row.title,
                     text: row.text,

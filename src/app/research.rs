@@ -393,31 +393,9 @@ pub fn report_view(session: SessionId, report: &Report) -> ReportView {
                 number: r.number,
                 title: r.title.clone(),
                 target: r.target.clone(),
-                label: target_label(&r.target),
+                label: r.target.locator(),
             })
             .collect(),
-    }
-}
-
-fn target_label(target: &CitationTarget) -> String {
-    match target {
-        CitationTarget::Document {
-            path, chunk, page, ..
-        } => {
-            let file = Path::new(path.split('#').next().unwrap_or(path))
-                .file_name()
-                .map(|f| f.to_string_lossy().to_string())
-                .unwrap_or_else(|| path.clone());
-            let article = path.split_once('#').map(|(_, a)| format!(" — {a}"));
-            let mut label = format!("{file}{}", article.unwrap_or_default());
-            if let Some(p) = page {
-                label.push_str(&format!(", page {p}"));
-            }
-            label.push_str(&format!(", passage {}", chunk + 1));
-            label
-        }
-        CitationTarget::History { session, .. } => format!("your history, session {session}"),
-        CitationTarget::Web { url } => url.clone(),
     }
 }
 
@@ -668,20 +646,33 @@ mod tests {
             chunk: 2,
             page: Some(4),
             url: None,
+            name: None,
         };
-        assert_eq!(target_label(&doc), "tea.pdf, page 4, passage 3");
+        assert_eq!(CitationTarget::locator(&doc), "tea.pdf, page 4, passage 3");
         let corpus = CitationTarget::Document {
             path: "/data/wiki.json#Printing press".into(),
             chunk: 0,
             page: None,
             url: None,
+            name: None,
         };
         assert_eq!(
-            target_label(&corpus),
-            "wiki.json — Printing press, passage 1"
+            CitationTarget::locator(&corpus),
+            "Printing press, passage 1"
+        );
+        let named = CitationTarget::Document {
+            path: "/home/u/notes/tea/green.md".into(),
+            chunk: 0,
+            page: None,
+            url: None,
+            name: Some("notes/tea/green.md".into()),
+        };
+        assert_eq!(
+            CitationTarget::locator(&named),
+            "notes/tea/green.md, passage 1"
         );
         assert_eq!(
-            target_label(&CitationTarget::History {
+            CitationTarget::locator(&CitationTarget::History {
                 session: 7,
                 url: None
             }),

@@ -160,14 +160,15 @@ fn add(ctx: &Ctx, paths: Vec<PathBuf>, no_embed: bool) -> anyhow::Result<ExitCod
     }
     let indexed_any = reports.iter().any(AddReport::indexed_anything);
     let failures = root_errors.len() as u64 + reports.iter().map(|r| r.failed).sum::<u64>();
-    Ok(if !indexed_any && failures > 0 {
-        if !ctx.json {
+    if !ctx.json && failures > 0 {
+        if indexed_any {
+            eprintln!("error: {failures} could not be indexed (see the table); the rest was");
+        } else {
             eprintln!("error: nothing could be indexed");
         }
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    }
+    // Re-adding an unchanged folder indexes nothing and fails nothing: success.
+    Ok(super::exit_for(indexed_any || failures == 0, failures))
 }
 
 fn print_add_table(reports: &[AddReport], root_errors: &[String]) {
@@ -317,7 +318,7 @@ fn search(ctx: &Ctx, query: &str, limit: usize) -> anyhow::Result<ExitCode> {
     for (i, h) in hits.iter().enumerate() {
         println!("{:>2}. {}", i + 1, one_line(&h.title, 100));
         println!("    {}", h.target.locator());
-        if let Some(link) = h.target.link().filter(|l| !l.starts_with("file://")) {
+        if let Some(link) = h.target.link() {
             println!("    {link}");
         }
         println!("    {}", one_line(&h.text, 200));

@@ -196,12 +196,20 @@ pub fn run_import(ctx: &Ctx, args: ImportArgs) -> anyhow::Result<ExitCode> {
         .files
         .iter()
         .any(|f| f.status == FileStatus::Imported);
-    Ok(if imported_any {
-        ExitCode::SUCCESS
-    } else {
-        if !ctx.json {
+    if !ctx.json {
+        if !imported_any {
             eprintln!("error: nothing was imported");
+        } else if report.failed_files > 0 {
+            eprintln!(
+                "error: {} file(s) failed (see the table); the others were imported",
+                report.failed_files
+            );
         }
+    }
+    // Nothing imported is a failure even when nothing failed (only non-history files).
+    Ok(if imported_any {
+        super::exit_for(true, report.failed_files)
+    } else {
         ExitCode::FAILURE
     })
 }
@@ -235,6 +243,19 @@ fn print_import_table(report: &rudder::history::ImportReport) {
             "{name:<width$}  {format:<19}  {:>8}  {:>7}  {:>9}  {:>7}  {status}",
             f.added, f.updated, f.duplicates, f.signals
         );
+        if f.skipped_items > 0 {
+            println!("    {} item(s) skipped (unreadable)", f.skipped_items);
+        }
+        if f.truncated_turns > 0 {
+            println!(
+                "    {} message(s) cut to {} MB",
+                f.truncated_turns,
+                rudder::history::MAX_TURN_BYTES >> 20
+            );
+        }
+        for note in &f.notes {
+            println!("      {note}");
+        }
     }
     println!(
         "{:<width$}  {:<19}  {:>8}  {:>7}  {:>9}  {:>7}  {} failed, {skipped} skipped (not history), {:.1} s",

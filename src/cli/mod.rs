@@ -99,6 +99,20 @@ pub fn one_line(s: &str, max: usize) -> String {
     }
 }
 
+/// Exit status of `import` and `docs add` when some inputs failed and others went in, so that
+/// scripts can tell a partial run from a clean one (as `rsync` does with its own code). 1 means
+/// nothing went in, or any other error.
+pub const EXIT_PARTIAL: u8 = 3;
+
+/// The exit status for a run where `ok_any` inputs went in and `failed` did not.
+pub fn exit_for(ok_any: bool, failed: u64) -> ExitCode {
+    match (ok_any, failed) {
+        (_, 0) => ExitCode::SUCCESS,
+        (true, _) => ExitCode::from(EXIT_PARTIAL),
+        (false, _) => ExitCode::FAILURE,
+    }
+}
+
 /// Shared context handed to every subcommand.
 pub struct Ctx {
     pub paths: Paths,
@@ -109,6 +123,7 @@ pub struct Ctx {
 
 pub fn main() -> ExitCode {
     restore_default_sigpipe();
+    rudder::embed::disable_onnx_telemetry_env();
     let cli = Cli::parse();
     init_logging(cli.verbose);
     match run(cli) {

@@ -47,6 +47,16 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
+/// Microsoft's ONNX Runtime builds ship with telemetry on: it looks up an events host, writes a
+/// device id under `~/.cache` and queues usage events there. This sets `ORT_DISABLE_TELEMETRY`,
+/// which the runtime reads when it loads, unless the user set it. Call it before other threads
+/// exist (first thing in `main`): changing the environment races with C code reading it.
+pub fn disable_onnx_telemetry_env() {
+    if std::env::var_os("ORT_DISABLE_TELEMETRY").is_none() {
+        std::env::set_var("ORT_DISABLE_TELEMETRY", "1");
+    }
+}
+
 /// Loads ONNX Runtime from `path` once per process. ONNX Runtime's API can be bound only once,
 /// so a second call with another path is refused instead of silently using the first.
 pub fn init_onnx_runtime(path: &Path) -> Result<Environment, EmbedError> {
@@ -72,9 +82,14 @@ pub fn init_onnx_runtime(path: &Path) -> Result<Environment, EmbedError> {
             )))
         };
     }
+    // Off twice: the variable stops the library's collector before the environment exists
+    // (the binaries set it first thing in main; this covers library users), the API switch
+    // stops its events.
+    disable_onnx_telemetry_env();
     let env = ort::init_from(path)
         .map_err(|e| runtime_err(e.to_string()))?
         .with_name("rudder")
+        .with_telemetry(false)
         .build()
         .map_err(|e| runtime_err(e.to_string()))?;
     *loaded = Some((path.to_path_buf(), env.clone()));

@@ -70,7 +70,62 @@ pub struct FileReport {
     pub updated: u64,
     pub duplicates: u64,
     pub signals: u64,
+    /// Items the export holds but that could not be read (wrong types); the rest went in.
+    pub skipped_items: u64,
+    /// Messages longer than [`MAX_TURN_BYTES`], stored cut to that size.
+    pub truncated_turns: u64,
+    /// Why, for the first few skipped or cut items: `item 30000: title: invalid type…`.
+    pub notes: Vec<String>,
     pub status: FileStatus,
+}
+
+/// The longest one message may be once stored. A pasted 200 MB log in a chat would otherwise
+/// take a gigabyte of memory and hundreds of thousands of embedding chunks; its head is kept,
+/// and the import report says it was cut.
+pub const MAX_TURN_BYTES: usize = 1 << 20;
+
+/// How many skip or cut reasons one file's report keeps; the counts cover the rest.
+const MAX_NOTES: usize = 5;
+
+impl FileReport {
+    fn new(file: String, format: Option<Format>, status: FileStatus) -> Self {
+        Self {
+            file,
+            format,
+            added: 0,
+            updated: 0,
+            duplicates: 0,
+            signals: 0,
+            skipped_items: 0,
+            truncated_turns: 0,
+            notes: Vec::new(),
+            status,
+        }
+    }
+
+    fn note(&mut self, note: String) {
+        if self.notes.len() < MAX_NOTES {
+            self.notes
+                .push(crate::history::import::clip(&note).into_owned());
+        }
+    }
+}
+
+/// Cuts every turn of `session` longer than [`MAX_TURN_BYTES`] at a character boundary.
+/// Returns how many were cut.
+fn cap_turns(session: &mut Session) -> u64 {
+    let mut cut = 0;
+    for turn in &mut session.turns {
+        if turn.text.len() > MAX_TURN_BYTES {
+            let mut end = MAX_TURN_BYTES;
+            while !turn.text.is_char_boundary(end) {
+                end -= 1;
+            }
+            turn.text.truncate(end);
+            cut += 1;
+        }
+    }
+    cut
 }
 
 /// Outcome of one input file.
@@ -138,6 +193,8 @@ pub struct History {
 
 const DB_FILE: &str = "history.sqlite";
 const TEXT_DIR: &str = "text-index";
+/// Private copies of browser databases while they are read; emptied as each import ends.
+const SCRATCH_DIR: &str = "scratch";
 
 impl History {
     /// Opens the history in `dir` (normally `Paths::history_dir()`), creating it if needed. If
@@ -200,18 +257,21 @@ impl History {
     ) -> HistoryResult<ImportReport> {
         let started = std::time::Instant::now();
         let explicit: HashSet<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        let swept = import::scratch_copies_in(&self.dir.join(SCRATCH_DIR));
+        if swept > 0 {
+            tracing::info!(
+                swept,
+                "removed database copies left by an interrupted import"
+            );
+        }
         let collected = import::collect(paths);
         let mut report = ImportReport::default();
         for refused in collected.refused {
-            report.files.push(FileReport {
-                file: refused.file().to_string(),
-                format: None,
-                added: 0,
-                updated: 0,
-                duplicates: 0,
-                signals: 0,
-                status: FileStatus::Failed(refused.to_string()),
-            });
+            report.files.push(FileReport::new(
+                refused.file().to_string(),
+                None,
+                FileStatus::Failed(refused.to_string()),
+            ));
         }
         progress.begin("importing", None);
         for file in &collected.files {
@@ -246,15 +306,11 @@ impl History {
         explicitly_named: bool,
         progress: &dyn Progress,
     ) -> HistoryResult<FileReport> {
-        let mut report = FileReport {
-            file: file.display().to_string(),
-            format: options.format,
-            added: 0,
-            updated: 0,
-            duplicates: 0,
-            signals: 0,
-            status: FileStatus::Imported,
-        };
+        let mut report = FileReport::new(
+            file.display().to_string(),
+            options.format,
+            FileStatus::Imported,
+        );
         let format = match options.format {
             Some(f) => Some(f),
             None => match import::detect(file) {
@@ -296,6 +352,8 @@ impl History {
         let Self { store, text, .. } = self;
         let mut writer = store.write()?;
         let mut records = 0u64;
+        // Skipped items count as records for progress, but a file of nothing else is empty.
+        let mut skipped = 0u64;
         let mut store_error: Option<HistoryError> = None;
         let result = {
             let mut sink = |record: Record| -> Result<(), ImportError> {
@@ -305,7 +363,16 @@ impl History {
                 }
                 let outcome: HistoryResult<()> = (|| {
                     match record {
-                        Record::Session(s) => {
+                        Record::Session(mut s) => {
+                            let cut = cap_turns(&mut s);
+                            if cut > 0 {
+                                report.truncated_turns += cut;
+                                report.note(format!(
+                                    "{:?}: {cut} message(s) over {} MB cut to that size",
+                                    s.title,
+                                    MAX_TURN_BYTES >> 20
+                                ));
+                            }
                             let hash = s.content_hash();
                             match writer.insert_session(&s, &hash, &origin)? {
                                 Inserted::Added(id) => {
@@ -325,6 +392,11 @@ impl History {
                                 report.signals += 1;
                             }
                         }
+                        Record::Skipped { place, reason } => {
+                            skipped += 1;
+                            report.skipped_items += 1;
+                            report.note(format!("{place}: {reason}"));
+                        }
                     }
                     Ok(())
                 })();
@@ -337,7 +409,7 @@ impl History {
                     }
                 })
             };
-            import::parse_file(file, format, &mut sink)
+            import::parse_file_in(file, format, &self.dir.join(SCRATCH_DIR), &mut sink)
         };
         progress.advance(records % 1024);
         if let Some(e) = store_error {
@@ -346,7 +418,7 @@ impl History {
             return Err(e);
         }
         match result {
-            Ok(format) if records == 0 => {
+            Ok(format) if records == skipped => {
                 drop(writer);
                 text.rollback()?;
                 report.format = Some(format);
@@ -369,6 +441,9 @@ impl History {
                 report.updated = 0;
                 report.duplicates = 0;
                 report.signals = 0;
+                report.skipped_items = 0;
+                report.truncated_turns = 0;
+                report.notes.clear();
                 report.status = FileStatus::Failed(e.to_string());
             }
         }

@@ -268,6 +268,12 @@ impl Signal {
 pub enum Record {
     Session(Session),
     Signal(Signal),
+    /// An element of the export that could not be read (a field of the wrong type, say): the
+    /// rest of the file goes on, and the import report counts it and says why.
+    Skipped {
+        place: String,
+        reason: String,
+    },
 }
 
 #[cfg(test)]

@@ -39,6 +39,11 @@ pub enum CitationTarget {
         /// A public address of the same text, when there is one (corpus articles).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         url: Option<String>,
+        /// How a shared report names it: relative to the folder the user added, or the
+        /// article's title (see [`docs::ChunkRow::shared_name`]). Absent in sessions stored
+        /// before it existed; [`CitationTarget::display_name`] then falls back to the file name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
     },
     /// An imported history session.
     History {
@@ -48,6 +53,14 @@ pub enum CitationTarget {
     },
     /// A web page found through the configured search engine.
     Web { url: String },
+}
+
+/// The last component of a path (the whole string when it has none).
+pub fn file_name_of(path: &str) -> String {
+    std::path::Path::new(path)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_string())
 }
 
 impl CitationTarget {
@@ -60,29 +73,43 @@ impl CitationTarget {
         }
     }
 
-    /// Where a reader goes to check it, in words: `notes/a.pdf, page 3 (chunk 7)`,
-    /// `history session 42`, or the URL.
-    pub fn locator(&self) -> String {
+    /// The document's shareable name: never an absolute path or an internal file name.
+    pub fn display_name(&self) -> Option<String> {
         match self {
             Self::Document {
-                path, chunk, page, ..
-            } => match page {
-                Some(p) => format!("{path}, page {p} (chunk {chunk})"),
-                None => format!("{path} (chunk {chunk})"),
-            },
-            Self::History { session, .. } => format!("history session {session}"),
+                name: Some(name), ..
+            } => Some(name.clone()),
+            Self::Document { path, .. } => Some(match path.split_once('#') {
+                // A corpus article: `<corpus file>#<title>`.
+                Some((_, article)) => article.to_string(),
+                None => file_name_of(path),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Where a reader goes to check it, in words, safe to share: `notes/a.pdf, page 3,
+    /// passage 8`, `Printing press, passage 1`, `your history, session 42`, or the URL.
+    pub fn locator(&self) -> String {
+        match self {
+            Self::Document { chunk, page, .. } => {
+                let mut out = self.display_name().unwrap_or_default();
+                if let Some(p) = page {
+                    out.push_str(&format!(", page {p}"));
+                }
+                out.push_str(&format!(", passage {}", chunk + 1));
+                out
+            }
+            Self::History { session, .. } => format!("your history, session {session}"),
             Self::Web { url } => url.clone(),
         }
     }
 
-    /// A link for the report, when the target has one (`file://` for documents).
+    /// A public link for the report, when the target has one. Local files get none: a
+    /// `file://` link would put the user's folders into a report they share.
     pub fn link(&self) -> Option<String> {
         match self {
-            Self::Document { url: Some(u), .. } => Some(u.clone()),
-            Self::Document { path, .. } if path.starts_with('/') && !path.contains('#') => {
-                Some(format!("file://{path}"))
-            }
-            Self::Document { .. } => None,
+            Self::Document { url, .. } => url.clone(),
             Self::History { url, .. } => url.clone(),
             Self::Web { url } => Some(url.clone()),
         }

@@ -356,6 +356,7 @@ impl Source for MemorySource {
                     chunk: 0,
                     page: None,
                     url: None,
+                    name: None,
                 },
                 title: self.0[i].0.clone(),
                 text: self.0[i].1.clone(),

@@ -76,6 +76,12 @@ export interface FileReport {
   updated: number;
   duplicates: number;
   signals: number;
+  /** Items the export holds that could not be read (skipped, the rest imported). */
+  skipped_items?: number;
+  /** Messages over 1 MB, stored cut to that size. */
+  truncated_turns?: number;
+  /** Why, for the first few skipped or cut items. */
+  notes?: string[];
   status: FileStatus;
 }
 

@@ -143,7 +143,33 @@ pub fn artifacts_dir() -> PathBuf {
 
 /// A WebDriver session with the app (which tauri-driver launches).
 pub async fn connect(driver: &Driver) -> Client {
-    let app = app_path();
+    connect_app(driver, &app_path()).await
+}
+
+/// A script in `dir` that runs the app under `strace` (see `tests/common/strace.rs`), logging
+/// to `log`; WebKitWebDriver launches it in place of the app.
+pub fn traced_app(dir: &Path, log: &Path, trace_args: &[String]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    let mut script = String::from("#!/bin/sh\nexec");
+    for arg in trace_args {
+        script.push(' ');
+        script.push_str(&quote(arg));
+    }
+    script.push_str(&format!(
+        " -o {} {} \"$@\"\n",
+        quote(&log.to_string_lossy()),
+        quote(&app_path().to_string_lossy())
+    ));
+    let path = dir.join("rudder-app-traced");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A WebDriver session with `app`, which tauri-driver launches.
+pub async fn connect_app(driver: &Driver, app: &Path) -> Client {
+    let app = app.to_path_buf();
     assert!(
         app.is_file(),
         "app binary {} not found; build rudder-app first",

@@ -514,7 +514,7 @@ mod tests {
             .iter()
             .filter_map(|r| match r {
                 Record::Session(s) => Some(s),
-                Record::Signal(_) => None,
+                Record::Signal(_) | Record::Skipped { .. } => None,
             })
             .collect()
     }

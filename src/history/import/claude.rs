@@ -6,7 +6,8 @@
 //! start_timestamp, …}]}]}`. Quirks handled here (each has a test):
 //!
 //! * Turns follow the array's order, not `created_at`: an answer's time may equal its prompt's,
-//!   and the array is not always in time order.
+//!   and the array is not always in time order. The one exception: a reply listed before the
+//!   question it answers, with the same time, is put after it.
 //! * A message with `content` blocks shows the concatenation of its `text` blocks; `thinking`,
 //!   `tool_use`, `tool_result` and other blocks are reasoning or tool traffic, not the visible
 //!   answer. The flat `text` is used only when there are no blocks: beside blocks it can hold
@@ -137,6 +138,7 @@ fn session(conversation: Conversation) -> Option<Session> {
             });
         turns.push(Turn { role, text, at });
     }
+    answers_after_questions(&mut turns);
     let first_text = turns.first()?.text.clone();
 
     let created = conversation.created_at.as_deref().and_then(parse_rfc3339);
@@ -155,6 +157,27 @@ fn session(conversation: Conversation) -> Option<Session> {
         time_note,
         turns,
     })
+}
+
+/// Array order is kept, with one exception: an assistant turn that answers nothing before it,
+/// followed by a human turn with the very same time, is that human turn's answer written out of
+/// order (exports have been seen with the pair reversed when times tie). The question goes first.
+fn answers_after_questions(turns: &mut [Turn]) {
+    let mut i = 0;
+    while i + 1 < turns.len() {
+        let unanswered = i == 0 || turns[i - 1].role != TurnRole::User;
+        if unanswered
+            && turns[i].role == TurnRole::Assistant
+            && turns[i + 1].role == TurnRole::User
+            && turns[i].at.is_some()
+            && turns[i].at == turns[i + 1].at
+        {
+            turns.swap(i, i + 1);
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
 }
 
 /// What the message showed: its `text` blocks when it has content blocks, else its `text`.
@@ -284,6 +307,34 @@ fn is_memory_key(key: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reply_tied_in_time_with_its_question_comes_after_it() {
+        let json = r#"[{"uuid": "c1", "name": "tie", "chat_messages": [
+            {"sender": "assistant", "text": "Paris.", "created_at": "2024-03-01T10:00:00Z"},
+            {"sender": "human", "text": "Capital of France?", "created_at": "2024-03-01T10:00:00Z"},
+            {"sender": "assistant", "text": "Berlin.", "created_at": "2024-03-01T10:01:00Z"},
+            {"sender": "human", "text": "And Germany?", "created_at": "2024-03-01T10:01:00Z"}
+        ]}]"#;
+        let conversations: Vec<Conversation> = serde_json::from_str(json).unwrap();
+        let s = session(conversations.into_iter().next().unwrap()).unwrap();
+        let texts: Vec<_> = s.turns.iter().map(|t| t.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            ["Capital of France?", "Paris.", "And Germany?", "Berlin."]
+        );
+        // An alternating conversation whose times all tie keeps its order.
+        let json = r#"[{"uuid": "c2", "name": "same", "chat_messages": [
+            {"sender": "human", "text": "q1", "created_at": "2024-03-01T10:00:00Z"},
+            {"sender": "assistant", "text": "a1", "created_at": "2024-03-01T10:00:00Z"},
+            {"sender": "human", "text": "q2", "created_at": "2024-03-01T10:00:00Z"},
+            {"sender": "assistant", "text": "a2", "created_at": "2024-03-01T10:00:00Z"}
+        ]}]"#;
+        let conversations: Vec<Conversation> = serde_json::from_str(json).unwrap();
+        let s = session(conversations.into_iter().next().unwrap()).unwrap();
+        let texts: Vec<_> = s.turns.iter().map(|t| t.text.as_str()).collect();
+        assert_eq!(texts, ["q1", "a1", "q2", "a2"]);
+    }
     use std::io::Write;
 
     fn run(
@@ -306,7 +357,7 @@ mod tests {
             .iter()
             .filter_map(|r| match r {
                 Record::Signal(s) => Some(s.text.clone()),
-                Record::Session(_) => None,
+                Record::Session(_) | Record::Skipped { .. } => None,
             })
             .collect();
         texts.sort();

@@ -31,7 +31,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::json::for_each_array_item;
+use super::json::{for_each_array_item, Element};
 use super::takeout_search::{clean_text, is_odd_space, lenient, Lenient};
 use super::takeout_search_html::html_to_text;
 use super::time::parse_rfc3339;
@@ -46,11 +46,12 @@ const TITLE_CHARS: usize = 80;
 pub fn import(file: &InputFile, sink: &mut Sink<'_>) -> Result<(), ImportError> {
     let mut turns = Vec::new();
     file.with_reader(|r| {
-        for_each_array_item::<Lenient<Item>, _>(file, r, |index, item| {
-            if let Some(turn) = item.0.and_then(|item| item_to_turn(index, item)) {
-                turns.push(turn);
+        for_each_array_item::<Element<Item>, _>(file, r, |index, item| match item.0 {
+            Ok(item) => {
+                turns.extend(item_to_turn(index, item));
+                Ok(())
             }
-            Ok(())
+            Err(reason) => sink(Element::<Item>::skipped(index, reason)),
         })
     })?;
     for conversation in group(turns) {
@@ -63,7 +64,9 @@ pub fn import(file: &InputFile, sink: &mut Sink<'_>) -> Result<(), ImportError> 
 struct Item {
     #[serde(default, deserialize_with = "lenient")]
     header: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
+    // Not lenient: the title is the prompt itself, so a title of the wrong type makes the item
+    // unreadable, and the import report counts it and says why.
+    #[serde(default)]
     title: Option<String>,
     #[serde(default, deserialize_with = "lenient")]
     time: Option<String>,
@@ -292,7 +295,7 @@ mod tests {
     use super::*;
 
     fn item(json: &str) -> Option<GeminiTurn> {
-        let item: Lenient<Item> = serde_json::from_str(json).unwrap();
+        let item: Element<Item> = serde_json::from_str(json).unwrap();
         item_to_turn(0, item.0.unwrap())
     }
 

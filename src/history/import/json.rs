@@ -120,6 +120,40 @@ fn strip_position(msg: &str) -> String {
     }
 }
 
+/// An array element that may not be what the importer expects: the value, or why it could not
+/// be read, with the path of the offending field (`title: invalid type: integer `5`, expected a
+/// string`). The caller skips it and reports it ([`Element::skipped`]), instead of failing the
+/// file or dropping it without a word.
+#[derive(Debug)]
+pub struct Element<T>(pub Result<T, String>);
+
+impl<T> Element<T> {
+    /// The record that reports this element as skipped: `item N` (0-based, as errors say).
+    pub fn skipped(index: usize, reason: String) -> crate::history::session::Record {
+        crate::history::session::Record::Skipped {
+            place: format!("item {index}"),
+            reason,
+        }
+    }
+}
+
+impl<'de, T: DeserializeOwned> de::Deserialize<'de> for Element<T> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = <serde_json::Value as de::Deserialize>::deserialize(d)?;
+        Ok(Element(serde_path_to_error::deserialize(value).map_err(
+            |e| {
+                let path = e.path().to_string();
+                let inner = strip_position(&e.into_inner().to_string());
+                if path == "." {
+                    inner
+                } else {
+                    format!("{path}: {inner}")
+                }
+            },
+        )))
+    }
+}
+
 const CALLBACK_FAILED: &str = "\u{0}callback failed";
 
 struct ArrayVisitor<'s, 'f, T, F>(&'s mut State<'f, T, F>);

@@ -17,9 +17,10 @@ pub mod takeout_search_html;
 pub mod time;
 
 use std::fmt;
+use std::path::Path;
 use std::str::FromStr;
 
-pub use input::{collect, Collected, InputFile, LocalCopy};
+pub use input::{collect, scratch_copies_in, Collected, InputFile, LocalCopy};
 
 use super::session::Record;
 
@@ -29,7 +30,7 @@ pub type Sink<'a> = dyn FnMut(Record) -> Result<(), ImportError> + 'a;
 /// Why a file could not be imported. Every variant names the file (and the place in it).
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
-    #[error("{file}: {place}: {message}")]
+    #[error("{file}: {place}: {}", clip(message))]
     Malformed {
         file: String,
         place: String,
@@ -41,7 +42,7 @@ pub enum ImportError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{file}: SQLite: {message}")]
+    #[error("{file}: SQLite: {}", clip(message))]
     Sqlite { file: String, message: String },
     #[error("{file}: refused zip entry {entry:?}: {reason}")]
     UnsafeZip {
@@ -53,8 +54,22 @@ pub enum ImportError {
     UnknownFormat { file: String },
     #[error("{file}: contains no history")]
     Empty { file: String },
-    #[error("{file}: {message}")]
+    #[error("{file}: {}", clip(message))]
     Store { file: String, message: String },
+}
+
+/// Longest message an error shows. A parser's message can quote the offending value whole (a
+/// 200 MB string in a JSON export), which would flood the terminal and the log.
+pub const MAX_MESSAGE_CHARS: usize = 300;
+
+/// `message` cut to [`MAX_MESSAGE_CHARS`] characters, saying how much was left out.
+pub fn clip(message: &str) -> std::borrow::Cow<'_, str> {
+    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        None => message.into(),
+        Some((end, _)) => {
+            format!("{}… ({} more bytes)", &message[..end], message.len() - end).into()
+        }
+    }
 }
 
 impl ImportError {
@@ -260,12 +275,28 @@ pub fn parse_file(
     format: Option<Format>,
     sink: &mut Sink<'_>,
 ) -> Result<Format, ImportError> {
+    parse_file_in(
+        file,
+        format,
+        &std::env::temp_dir().join("rudder-import"),
+        sink,
+    )
+}
+
+/// [`parse_file`], with browser databases copied into `scratch` (the store's own folder when
+/// [`crate::history::History`] imports, so nothing is written outside the data directory).
+pub fn parse_file_in(
+    file: &InputFile,
+    format: Option<Format>,
+    scratch: &Path,
+    sink: &mut Sink<'_>,
+) -> Result<Format, ImportError> {
     let format = match format {
-        Some(f) if f.is_sqlite() => return browser::import(file, Some(f), sink),
+        Some(f) if f.is_sqlite() => return browser::import(file, Some(f), scratch, sink),
         Some(f) => f,
         None => match detect(file)? {
             Detected::Format(f) => f,
-            Detected::Sqlite => return browser::import(file, None, sink),
+            Detected::Sqlite => return browser::import(file, None, scratch, sink),
             Detected::NotHistory => {
                 return Err(ImportError::UnknownFormat {
                     file: file.display().to_string(),

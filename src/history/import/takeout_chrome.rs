@@ -15,8 +15,8 @@
 
 use serde::Deserialize;
 
-use super::json::for_each_field_item;
-use super::takeout_search::{clean_text, lenient, visit, Lenient, VisitDays};
+use super::json::{for_each_field_item, Element};
+use super::takeout_search::{clean_text, lenient, visit, VisitDays};
 use super::time::from_unix_micros;
 use super::{ImportError, InputFile, Sink};
 use crate::history::session::HistorySource;
@@ -26,9 +26,10 @@ const KEY: &str = "Browser History";
 pub fn import(file: &InputFile, sink: &mut Sink<'_>) -> Result<(), ImportError> {
     let mut visits = VisitDays::default();
     file.with_reader(|r| {
-        for_each_field_item::<Lenient<Item>, _>(file, r, KEY, |_, item| {
-            let Some(item) = item.0 else {
-                return Ok(());
+        for_each_field_item::<Element<Item>, _>(file, r, KEY, |index, item| {
+            let item = match item.0 {
+                Ok(item) => item,
+                Err(reason) => return sink(Element::<Item>::skipped(index, reason)),
             };
             let Some(url) = item.url.as_deref().map(str::trim).filter(|u| is_web(u)) else {
                 return Ok(());
@@ -55,7 +56,8 @@ pub fn import(file: &InputFile, sink: &mut Sink<'_>) -> Result<(), ImportError> 
 struct Item {
     #[serde(default, deserialize_with = "lenient")]
     title: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
+    // Not lenient: the URL is the visit itself; one of the wrong type is reported, not lost.
+    #[serde(default)]
     url: Option<String>,
     #[serde(default, deserialize_with = "lenient")]
     time_usec: Option<Micros>,
@@ -105,7 +107,7 @@ mod tests {
     #[test]
     fn time_usec_in_any_shape() {
         let m = |json: &str| {
-            serde_json::from_str::<Lenient<Item>>(json)
+            serde_json::from_str::<Element<Item>>(json)
                 .unwrap()
                 .0
                 .unwrap()

@@ -27,7 +27,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::de::{DeserializeOwned, Deserializer};
 use serde::Deserialize;
 
-use super::json::for_each_array_item;
+use super::json::{for_each_array_item, Element};
 use super::time::parse_rfc3339;
 use super::{ImportError, InputFile, Sink};
 use crate::history::session::{HistorySource, Kind, Record, Session, Turn};
@@ -36,10 +36,10 @@ pub fn import(file: &InputFile, sink: &mut Sink<'_>) -> Result<(), ImportError> 
     let mut visits = VisitDays::default();
     let mut skipped = 0usize;
     file.with_reader(|r| {
-        for_each_array_item::<Lenient<Item>, _>(file, r, |_, item| {
-            let Some(item) = item.0 else {
-                skipped += 1;
-                return Ok(());
+        for_each_array_item::<Element<Item>, _>(file, r, |index, item| {
+            let item = match item.0 {
+                Ok(item) => item,
+                Err(reason) => return sink(Element::<Item>::skipped(index, reason)),
             };
             match item_to_session(item) {
                 Some(s) if s.kind == Kind::Visit => visits.add(s, sink),
@@ -55,7 +55,7 @@ pub fn import(file: &InputFile, sink: &mut Sink<'_>) -> Result<(), ImportError> 
     tracing::debug!(
         file = file.display(),
         skipped,
-        "takeout search: items without history skipped"
+        "takeout search: items that are not searches or visits skipped"
     );
     Ok(())
 }
@@ -144,7 +144,9 @@ fn json_string_values(text: &str, key: &str) -> Vec<String> {
 struct Item {
     #[serde(default, deserialize_with = "lenient")]
     header: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
+    // Not lenient: the title is the search itself, so a title of the wrong type makes the item
+    // unreadable, and the import report counts it and says why.
+    #[serde(default)]
     title: Option<String>,
     #[serde(default, rename = "titleUrl", deserialize_with = "lenient")]
     title_url: Option<String>,
@@ -581,14 +583,21 @@ mod tests {
     }
 
     #[test]
-    fn lenient_items_skip_wrong_types() {
-        let item: Lenient<Item> =
+    fn a_wrong_title_makes_the_item_unreadable_other_fields_are_lenient() {
+        let item: Element<Item> =
             serde_json::from_str(r#"{"title": 42, "time": "2020-01-01T00:00:00Z"}"#).unwrap();
+        let reason = item.0.unwrap_err();
+        assert!(
+            reason.starts_with("title: invalid type: integer `42`"),
+            "{reason}"
+        );
+        let item: Element<Item> =
+            serde_json::from_str(r#"{"title": "Searched for x", "time": 7}"#).unwrap();
         let item = item.0.unwrap();
-        assert_eq!(item.title, None);
-        assert_eq!(item.time.as_deref(), Some("2020-01-01T00:00:00Z"));
-        let not_object: Lenient<Item> = serde_json::from_str("null").unwrap();
-        assert!(not_object.0.is_none());
+        assert_eq!(item.title.as_deref(), Some("Searched for x"));
+        assert_eq!(item.time, None);
+        let not_object: Element<Item> = serde_json::from_str("null").unwrap();
+        assert!(not_object.0.is_err());
     }
 
     #[test]

@@ -35,6 +35,7 @@ use super::takeout_search::{
 };
 use super::{ImportError, InputFile, Sink};
 use crate::history::session::{Kind, Record, Session};
+use crate::sources::docs::extract::cap_html_depth;
 
 const CELL_MARKER: &[u8] = b"<div class=\"outer-cell";
 const READ_CHUNK: usize = 64 << 10;
@@ -161,7 +162,7 @@ struct Cell {
 }
 
 fn parse_cell(html: &str) -> Option<Cell> {
-    let fragment = Html::parse_fragment(html);
+    let fragment = Html::parse_fragment(&cap_html_depth(html));
     let root = fragment.root_element();
     let has_class = |el: &ElementRef<'_>, class: &str| el.value().classes().any(|c| c == class);
     let header = root
@@ -254,7 +255,7 @@ pub(super) fn walk<'a>(root: ElementRef<'a>, mut f: impl FnMut(Walk<'a>)) {
 /// breaks, list items start with "- ", `<pre>` keeps its layout, scripts and styles are dropped,
 /// and odd spaces become plain ones.
 pub(super) fn html_to_text(html: &str) -> String {
-    let fragment = Html::parse_fragment(html);
+    let fragment = Html::parse_fragment(&cap_html_depth(html));
     let mut out = String::with_capacity(html.len() / 2);
     let mut pre = 0usize;
     let mut hidden = 0usize;

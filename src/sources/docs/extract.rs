@@ -186,7 +186,8 @@ fn markdown(source: &str) -> Result<Extracted, ExtractError> {
     let mut title: Option<String> = None;
     let mut heading: Option<String> = None;
     let mut in_metadata = false;
-    for event in Parser::new_ext(source, options) {
+    let pieces = markdown_pieces(source);
+    for event in pieces.into_iter().flat_map(|p| Parser::new_ext(p, options)) {
         match event {
             Event::Start(Tag::MetadataBlock(_)) => in_metadata = true,
             Event::End(TagEnd::MetadataBlock(_)) => in_metadata = false,
@@ -245,6 +246,68 @@ fn markdown(source: &str) -> Result<Extracted, ExtractError> {
         }],
         pages: None,
     })
+}
+
+/// pulldown-cmark builds the tree of a whole document before its first event, at up to ~220
+/// bytes per markup byte: `> > > …`, `- - - …`, `[[[…` or `<b><i>…` made trees 50-110× the
+/// file. So a document is parsed in pieces of about this many markup bytes (ASCII punctuation
+/// and line ends: every node starts at one), which keeps each tree under half a megabyte.
+const MARKDOWN_PIECE_MARKS: usize = 1024;
+
+/// `source` in pieces for [`markdown`]: cut after a blank line outside code fences once a
+/// piece holds [`MARKDOWN_PIECE_MARKS`] markup bytes, or anywhere at twice that (one huge
+/// paragraph or line). Front matter stays whole in the first piece. A short document, or
+/// one of plain prose, is one piece.
+fn markdown_pieces(source: &str) -> Vec<&str> {
+    let bytes = source.as_bytes();
+    let mut pieces = Vec::new();
+    let (mut start, mut marks, mut in_fence) = (0, 0usize, false);
+    let mut line_start = front_matter_len(source);
+    for i in line_start..bytes.len() {
+        let b = bytes[i];
+        if b.is_ascii_punctuation() || b == b'\n' {
+            marks += 1;
+        }
+        let mut cut = marks >= 2 * MARKDOWN_PIECE_MARKS && source.is_char_boundary(i + 1);
+        if b == b'\n' {
+            let line = &source[line_start..=i];
+            let trimmed = line.trim_start();
+            if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+                in_fence = !in_fence;
+            }
+            cut |= marks >= MARKDOWN_PIECE_MARKS && !in_fence && line.trim().is_empty();
+            line_start = i + 1;
+        }
+        if cut {
+            pieces.push(&source[start..=i]);
+            (start, marks) = (i + 1, 0);
+        }
+    }
+    if start < bytes.len() || pieces.is_empty() {
+        pieces.push(&source[start..]);
+    }
+    pieces
+}
+
+/// Length of the front matter block `source` opens with (`---` … `---`, `+++` … `+++`), or 0.
+fn front_matter_len(source: &str) -> usize {
+    let mut lines = source.split_inclusive('\n');
+    let Some(first) = lines.next() else {
+        return 0;
+    };
+    let open = first.trim_end();
+    if open != "---" && open != "+++" {
+        return 0;
+    }
+    let mut len = first.len();
+    for line in lines {
+        len += line.len();
+        let line = line.trim_end();
+        if line == open || (open == "---" && line == "...") {
+            return len;
+        }
+    }
+    0
 }
 
 fn block_break(out: &mut String) {
@@ -329,9 +392,126 @@ const HTML_BLOCKS: &[&str] = &[
     "hr",
 ];
 
+/// Elements nested deeper than this lose their tags (their text stays), as browsers cap the
+/// depth (Blink at 512): html5ever scans its stack of open elements on every start tag, so a
+/// page of 100,000 nested `<div>`s took minutes to parse, and the tree grew 100× the file.
+pub(crate) const MAX_HTML_DEPTH: usize = 512;
+
+/// `source` without the tags that would nest deeper than [`MAX_HTML_DEPTH`]; borrowed when
+/// nothing does. A linear scan, not a parser: void elements and those whose start tag closes
+/// an open sibling (`<p>`, `<li>`, `<td>`…) do not nest, nor do self-closing tags in SVG and
+/// MathML; comments and raw text (`<script>`, `<style>`…) are skipped.
+pub(crate) fn cap_html_depth(source: &str) -> Cow<'_, str> {
+    const FLAT: &[&str] = &[
+        "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
+        "source", "track", "wbr", "frame", "keygen", "p", "li", "dt", "dd", "tr", "td", "th",
+        "option", "optgroup", "rb", "rp", "rt", "rtc", "tbody", "thead", "tfoot", "colgroup",
+        "caption",
+    ];
+    const RAW: &[&str] = &[
+        "script",
+        "style",
+        "textarea",
+        "title",
+        "xmp",
+        "iframe",
+        "noembed",
+        "noframes",
+        "noscript",
+        "plaintext",
+    ];
+    let bytes = source.as_bytes();
+    let is = |list: &[&str], name: &str| list.iter().any(|n| n.eq_ignore_ascii_case(name));
+    // Where `</name` next starts at or after `from`, ignoring case.
+    let close_tag = |from: usize, name: &str| {
+        (from..bytes.len().saturating_sub(1)).find(|&i| {
+            bytes[i] == b'<'
+                && bytes[i + 1] == b'/'
+                && bytes
+                    .get(i + 2..i + 2 + name.len())
+                    .is_some_and(|n| n.eq_ignore_ascii_case(name.as_bytes()))
+        })
+    };
+    let (mut depth, mut dropped, mut foreign) = (0usize, 0usize, 0usize);
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut i = 0;
+    while let Some(lt) = bytes[i..].iter().position(|&b| b == b'<').map(|p| p + i) {
+        if bytes[lt + 1..].starts_with(b"!--") {
+            i = source[lt + 4..]
+                .find("-->")
+                .map_or(bytes.len(), |e| lt + 4 + e + 3);
+            continue;
+        }
+        let closing = bytes.get(lt + 1) == Some(&b'/');
+        let at = lt + 1 + usize::from(closing);
+        let len = bytes[at..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b':'))
+            .count();
+        if len == 0 || !bytes[at].is_ascii_alphabetic() {
+            i = lt + 1; // `<!doctype>`, `<?xml?>`, a stray `<`
+            continue;
+        }
+        let name = &source[at..at + len];
+        // The tag ends at the first `>` outside a quoted attribute value.
+        let (mut end, mut quote, mut after_eq) = (at + len, None, false);
+        while end < bytes.len() {
+            let b = bytes[end];
+            end += 1;
+            match quote {
+                Some(q) if b == q => quote = None,
+                Some(_) => {}
+                None if b == b'>' => break,
+                None if after_eq && (b == b'"' || b == b'\'') => quote = Some(b),
+                None => {}
+            }
+            if !b.is_ascii_whitespace() {
+                after_eq = b == b'=';
+            }
+        }
+        let self_closing = bytes[..end].ends_with(b"/>");
+        let svg_or_math = name.eq_ignore_ascii_case("svg") || name.eq_ignore_ascii_case("math");
+        let mut remove = false;
+        if closing {
+            if is(FLAT, name) {
+            } else if dropped > 0 {
+                dropped -= 1;
+                remove = true;
+            } else {
+                depth = depth.saturating_sub(1);
+                if svg_or_math {
+                    foreign = foreign.saturating_sub(1);
+                }
+            }
+        } else if is(RAW, name) && !self_closing {
+            end = close_tag(end, name).unwrap_or(bytes.len());
+        } else if is(FLAT, name) || (foreign > 0 && self_closing) {
+        } else if depth >= MAX_HTML_DEPTH {
+            dropped += 1;
+            remove = true;
+        } else {
+            depth += 1;
+            if svg_or_math {
+                foreign += 1;
+            }
+        }
+        if remove {
+            out.push_str(&source[copied..lt]);
+            copied = end;
+        }
+        i = end;
+    }
+    if copied == 0 {
+        return Cow::Borrowed(source);
+    }
+    out.push_str(&source[copied..]);
+    Cow::Owned(out)
+}
+
 fn html(source: &str) -> Result<Extracted, ExtractError> {
     use scraper::{ElementRef, Html, Selector};
-    let doc = Html::parse_document(source);
+    let doc = Html::parse_document(&cap_html_depth(source));
     let first_text = |selector: &str| -> Option<String> {
         let sel = Selector::parse(selector).ok()?;
         doc.select(&sel)
@@ -340,8 +520,26 @@ fn html(source: &str) -> Result<Extracted, ExtractError> {
     };
     let title = first_text("title").or_else(|| first_text("h1"));
 
-    fn walk(el: ElementRef<'_>, out: &mut String, pre: bool) {
-        for child in el.children() {
+    // An explicit stack instead of recursion: a page of 100,000 nested elements must not
+    // overflow the thread's stack.
+    enum Step<'a> {
+        Enter(ego_tree::NodeRef<'a, scraper::Node>, bool),
+        CloseBlock,
+    }
+    fn walk(root: ElementRef<'_>, out: &mut String) {
+        let mut stack: Vec<Step<'_>> = root
+            .children()
+            .rev()
+            .map(|c| Step::Enter(c, false))
+            .collect();
+        while let Some(step) = stack.pop() {
+            let (child, pre) = match step {
+                Step::CloseBlock => {
+                    block_break(out);
+                    continue;
+                }
+                Step::Enter(child, pre) => (child, pre),
+            };
             if let Some(text) = child.value().as_text() {
                 if pre {
                     out.push_str(text);
@@ -388,17 +586,16 @@ fn html(source: &str) -> Result<Extracted, ExtractError> {
                 let block = HTML_BLOCKS.contains(&name);
                 if block {
                     block_break(out);
+                    stack.push(Step::CloseBlock);
                 }
-                walk(child_el, out, pre || name == "pre" || name == "textarea");
-                if block {
-                    block_break(out);
-                }
+                let inner_pre = pre || name == "pre" || name == "textarea";
+                stack.extend(child_el.children().rev().map(|c| Step::Enter(c, inner_pre)));
             }
         }
     }
 
     let mut out = String::with_capacity(source.len() / 2);
-    walk(doc.root_element(), &mut out, false);
+    walk(doc.root_element(), &mut out);
     Ok(Extracted {
         format: Format::Html,
         title,
@@ -569,6 +766,13 @@ fn quietly<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> Result<T, Strin
 const DOCX_PART_LIMIT: u64 = 256 << 20;
 
 fn docx(bytes: &[u8]) -> Result<Extracted, ExtractError> {
+    use crate::history::import::input::{zip_claims_too_many_entries, ZIP_TAIL_BYTES};
+    let tail = &bytes[bytes.len().saturating_sub(ZIP_TAIL_BYTES as usize)..];
+    if zip_claims_too_many_entries(tail, bytes.len() as u64) {
+        return Err(ExtractError::whole(
+            "not a DOCX file (its zip directory claims more entries than the file can hold)",
+        ));
+    }
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
         .map_err(|e| ExtractError::whole(format!("not a DOCX file (not a valid zip: {e})")))?;
     let document = read_part(&mut archive, "word/document.xml")?

@@ -367,6 +367,11 @@ impl Library {
             .into_iter()
             .map(|d| (d.path.clone(), d))
             .collect();
+        // Recorded before the first document is written, so that a process killed mid-way
+        // leaves a root that `docs list` shows (and `docs remove` clears) with what it indexed.
+        if self.store.root(&root_str)?.is_none() && !files.is_empty() {
+            self.store.upsert_root(&root_str, kind, None, None)?;
+        }
         progress.begin("indexing", Some(files.len() as u64));
         let mut seen: HashSet<String> = HashSet::new();
         let mut last_commit = Instant::now();
@@ -823,6 +828,7 @@ impl Library {
                         chunk: row.idx,
                         page: row.page,
                         url: row.url.clone(),
+                        name: Some(row.shared_name()),
                     },
                     title: row.title.clone(),
                     text: row.text.clone(),

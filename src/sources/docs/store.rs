@@ -107,6 +107,52 @@ pub struct ChunkRow {
     pub title: String,
     pub description: Option<String>,
     pub url: Option<String>,
+    /// The root the document was indexed under, and its kind (`folder`, `file`, `corpus`).
+    pub root: String,
+    pub root_kind: Option<String>,
+}
+
+impl ChunkRow {
+    /// How a shared report names the document: the path relative to the folder the user added
+    /// (starting with that folder's name), the file name for a file added alone, the article
+    /// title for a corpus. Never the absolute path: a report is shared, and the path would show
+    /// the user's home folder and Rudder's internal files.
+    pub fn shared_name(&self) -> String {
+        match self.root_kind.as_deref() {
+            Some("corpus") => self.title.clone(),
+            Some("folder") => {
+                let root = std::path::Path::new(&self.root);
+                let folder = root
+                    .file_name()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                match std::path::Path::new(&self.path).strip_prefix(root) {
+                    Ok(rel) if folder.is_empty() => rel.to_string_lossy().into_owned(),
+                    Ok(rel) => format!("{folder}/{}", rel.to_string_lossy()),
+                    Err(_) => crate::sources::file_name_of(&self.path),
+                }
+            }
+            _ => crate::sources::file_name_of(&self.path),
+        }
+    }
+}
+
+/// One row of the chunk queries above (`SELECT c.id, c.doc_id, c.idx, c.page, c.text, d.path,
+/// d.title, d.description, d.url, d.root, rt.kind`).
+fn chunk_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ChunkRow> {
+    Ok(ChunkRow {
+        id: r.get(0)?,
+        doc_id: r.get(1)?,
+        idx: r.get::<_, i64>(2)? as u32,
+        page: r.get::<_, Option<i64>>(3)?.map(|p| p as u32),
+        text: r.get(4)?,
+        path: r.get(5)?,
+        title: r.get(6)?,
+        description: r.get(7)?,
+        url: r.get(8)?,
+        root: r.get(9)?,
+        root_kind: r.get(10)?,
+    })
 }
 
 /// One document of the library, for listings.
@@ -320,26 +366,16 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT c.id, c.doc_id, c.idx, c.page, c.text, d.path, d.title, d.description, d.url
-                 FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id = ?1",
+                "SELECT c.id, c.doc_id, c.idx, c.page, c.text, d.path, d.title, d.description, d.url,
+                        d.root, rt.kind
+                 FROM chunks c JOIN documents d ON d.id = c.doc_id
+                 LEFT JOIN roots rt ON rt.path = d.root WHERE c.id = ?1",
             )
             .map_err(|e| self.err(e))?;
         let mut out = Vec::with_capacity(ids.len());
         for &id in ids {
             let row = stmt
-                .query_row([id], |r| {
-                    Ok(ChunkRow {
-                        id: r.get(0)?,
-                        doc_id: r.get(1)?,
-                        idx: r.get::<_, i64>(2)? as u32,
-                        page: r.get::<_, Option<i64>>(3)?.map(|p| p as u32),
-                        text: r.get(4)?,
-                        path: r.get(5)?,
-                        title: r.get(6)?,
-                        description: r.get(7)?,
-                        url: r.get(8)?,
-                    })
-                })
+                .query_row([id], chunk_row)
                 .optional()
                 .map_err(|e| self.err(e))?;
             out.extend(row);
@@ -370,26 +406,15 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT c.id, c.doc_id, c.idx, c.page, c.text, d.path, d.title, d.description, d.url
-                 FROM chunks c JOIN documents d ON d.id = c.doc_id ORDER BY c.id",
+                "SELECT c.id, c.doc_id, c.idx, c.page, c.text, d.path, d.title, d.description, d.url,
+                        d.root, rt.kind
+                 FROM chunks c JOIN documents d ON d.id = c.doc_id
+                 LEFT JOIN roots rt ON rt.path = d.root ORDER BY c.id",
             )
             .map_err(|e| self.err(e))?;
         let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
         while let Some(r) = rows.next().map_err(|e| self.err(e))? {
-            let row = (|| -> rusqlite::Result<ChunkRow> {
-                Ok(ChunkRow {
-                    id: r.get(0)?,
-                    doc_id: r.get(1)?,
-                    idx: r.get::<_, i64>(2)? as u32,
-                    page: r.get::<_, Option<i64>>(3)?.map(|p| p as u32),
-                    text: r.get(4)?,
-                    path: r.get(5)?,
-                    title: r.get(6)?,
-                    description: r.get(7)?,
-                    url: r.get(8)?,
-                })
-            })()
-            .map_err(|e| self.err(e))?;
+            let row = chunk_row(r).map_err(|e| self.err(e))?;
             f(&row);
         }
         Ok(())
@@ -416,26 +441,16 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT c.id, c.doc_id, c.idx, c.page, c.text, d.path, d.title, d.description, d.url
+                "SELECT c.id, c.doc_id, c.idx, c.page, c.text, d.path, d.title, d.description, d.url,
+                        d.root, rt.kind
                  FROM chunks c JOIN documents d ON d.id = c.doc_id
+                 LEFT JOIN roots rt ON rt.path = d.root
                  LEFT JOIN chunk_vectors v ON v.chunk_id = c.id AND v.model = ?1
                  WHERE v.chunk_id IS NULL AND c.id > ?2 ORDER BY c.id LIMIT ?3",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map(params![model, after, limit as i64], |r| {
-                Ok(ChunkRow {
-                    id: r.get(0)?,
-                    doc_id: r.get(1)?,
-                    idx: r.get::<_, i64>(2)? as u32,
-                    page: r.get::<_, Option<i64>>(3)?.map(|p| p as u32),
-                    text: r.get(4)?,
-                    path: r.get(5)?,
-                    title: r.get(6)?,
-                    description: r.get(7)?,
-                    url: r.get(8)?,
-                })
-            })
+            .query_map(params![model, after, limit as i64], chunk_row)
             .map_err(|e| self.err(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }

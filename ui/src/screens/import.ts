@@ -228,7 +228,12 @@ export async function run(target: Target, paths: string[], btn: HTMLButtonElemen
 
 function statusText(f: FileReport): string {
   const s = f.status;
-  return s.status === 'imported' ? 'imported' : `${s.status}: ${s.reason}`;
+  const base = s.status === 'imported' ? 'imported' : `${s.status}: ${s.reason}`;
+  const extra: string[] = [];
+  if (f.skipped_items) extra.push(`${plural(f.skipped_items, 'item')} skipped`);
+  if (f.truncated_turns) extra.push(`${plural(f.truncated_turns, 'message')} cut to 1 MB`);
+  const notes = (f.notes ?? []).join('; ');
+  return [base, ...extra].join(' · ') + (notes ? ` (${notes})` : '');
 }
 
 export function renderImportReport(r: ImportReport): HTMLElement {

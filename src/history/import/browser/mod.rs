@@ -43,9 +43,10 @@ use crate::history::session::{HistorySource, Kind, Record, Session, Turn};
 pub fn import(
     file: &InputFile,
     hint: Option<Format>,
+    scratch: &Path,
     sink: &mut Sink<'_>,
 ) -> Result<Format, ImportError> {
-    let copy = file.local_copy()?;
+    let copy = file.local_copy(scratch)?;
     let db = Db::open(file, &copy.path)?;
     let tables = db.tables()?;
     let detected = Family::from_tables(&tables);
