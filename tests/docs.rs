@@ -14,7 +14,7 @@ use rudder::history::NoProgress;
 use rudder::sources::docs::{DocsError, DocsSource, FileStatus, Format, Library};
 use rudder::sources::{CitationTarget, Evidence, Source};
 
-use fixtures_gen::{docx, pdf};
+use fixtures_gen::{docx, pdf, PDF_PAGE_1, PDF_PAGE_2};
 
 fn write(dir: &Path, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
     let path = dir.join(rel);
@@ -22,15 +22,6 @@ fn write(dir: &Path, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
     std::fs::write(&path, content).unwrap();
     path
 }
-
-const PDF_PAGE_1: &[&str] = &[
-    "Chapter one covers the migration of arctic terns.",
-    "They fly from pole to pole every single year.",
-];
-const PDF_PAGE_2: &[&str] = &[
-    "Chapter two is about the basalt columns of Staffa.",
-    "Cooling lava cracked into hexagonal pillars.",
-];
 
 /// A folder with one file of every format.
 fn library_folder(root: &Path) -> PathBuf {

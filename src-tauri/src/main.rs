@@ -214,6 +214,19 @@ fn init_tracing() {
         .init();
 }
 
+/// The window's libraries keep caches of their own under `$XDG_CACHE_HOME` (`~/.cache`): Mesa
+/// its compiled shaders, GTK and GLib theirs, GLib's dconf backend a settings cache. Rudder
+/// promises to write only in its data directory, so for this process and the WebKit processes
+/// it starts, the cache folder is `<data>/cache`, and GSettings lives in memory (Rudder keeps
+/// no settings in it; a backend the user chose wins). Called before any thread exists:
+/// changing the environment races with readers.
+fn keep_platform_caches_in(data_dir: &std::path::Path) {
+    std::env::set_var("XDG_CACHE_HOME", data_dir.join("cache"));
+    if std::env::var_os("GSETTINGS_BACKEND").is_none() {
+        std::env::set_var("GSETTINGS_BACKEND", "memory");
+    }
+}
+
 fn main() {
     // Before any thread exists; see the function.
     rudder::embed::disable_onnx_telemetry_env();
@@ -231,6 +244,7 @@ fn main() {
             std::process::exit(1);
         }
     };
+    keep_platform_caches_in(&paths.data_dir);
     let result = tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
         .setup(move |tauri_app| {

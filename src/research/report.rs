@@ -612,6 +612,60 @@ mod tests {
     }
 
     #[test]
+    fn references_name_sources_without_local_paths() {
+        let doc = CitationTarget::Document {
+            path: "/home/someone/notes/tea/green.md".into(),
+            chunk: 1,
+            page: None,
+            url: None,
+            name: Some("notes/tea/green.md".into()),
+        };
+        let corpus = CitationTarget::Document {
+            path: "/home/someone/.local/share/rudder/models/wiki/summaries_en-us.json#Tea".into(),
+            chunk: 0,
+            page: None,
+            url: Some("https://en.wikipedia.org/wiki/Tea".into()),
+            name: None,
+        };
+        let paragraph = Paragraph {
+            text: "Green tea is steamed.".into(),
+            citations: vec![1, 2],
+        };
+        let mut report = Report {
+            title: "Tea".into(),
+            query: "tea?".into(),
+            summary: paragraph,
+            sections: Vec::new(),
+            closing: String::new(),
+            references: [doc, corpus]
+                .into_iter()
+                .enumerate()
+                .map(|(i, target)| Reference {
+                    number: i + 1,
+                    key: target.key(),
+                    title: "Tea".into(),
+                    target,
+                })
+                .collect(),
+            markdown: String::new(),
+        };
+        report.markdown = render_markdown(&report);
+        let shared = format!("{}\n{}", report.markdown, report.to_html());
+        assert!(shared.contains("notes/tea/green.md, passage 2"), "{shared}");
+        assert!(shared.contains("Tea, passage 1"), "{shared}");
+        assert!(
+            shared.contains("https://en.wikipedia.org/wiki/Tea"),
+            "{shared}"
+        );
+        for private in ["/home/someone", "file://", "summaries_en-us.json", ".local"] {
+            assert!(
+                !shared.contains(private),
+                "{private} in a shared report:\n{shared}"
+            );
+        }
+    }
+
+    #[test]
     fn markdown_escapes_untrusted_text() {
         assert_eq!(escape_markdown("<script>[x](y)"), "\\<script\\>\\[x\\](y)");
     }

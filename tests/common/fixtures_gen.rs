@@ -120,3 +120,13 @@ pub fn zip(entries: &[(&str, &[u8])], deflate: bool) -> Vec<u8> {
     }
     buf.into_inner()
 }
+
+/// Two PDF pages of distinct text (for page citations and extractor seeds).
+pub const PDF_PAGE_1: &[&str] = &[
+    "Chapter one covers the migration of arctic terns.",
+    "They fly from pole to pole every single year.",
+];
+pub const PDF_PAGE_2: &[&str] = &[
+    "Chapter two is about the basalt columns of Staffa.",
+    "Cooling lava cracked into hexagonal pillars.",
+];

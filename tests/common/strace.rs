@@ -94,10 +94,14 @@ pub fn analyse_with(log: &str, cwd: &Path, allowed: &[&Path], loopback_ok: bool)
         f.calls += 1;
         let failed = call.contains(" = -1 ");
         if call.starts_with("socket(") {
-            let local = call.starts_with("socket(AF_UNIX") || call.starts_with("socket(AF_LOCAL");
-            let loopback_family =
+            // AF_UNIX stays on the machine; AF_NETLINK talks to the kernel (glib's network
+            // monitor reads the interface state through it), never to another host.
+            let local = ["socket(AF_UNIX", "socket(AF_LOCAL", "socket(AF_NETLINK"]
+                .iter()
+                .any(|p| call.starts_with(p));
+            let internet =
                 call.starts_with("socket(AF_INET,") || call.starts_with("socket(AF_INET6,");
-            if !local && !(loopback_ok && loopback_family) {
+            if !local && (!internet || !loopback_ok) {
                 f.network.push(line.to_string());
             }
             continue;
@@ -106,15 +110,19 @@ pub fn analyse_with(log: &str, cwd: &Path, allowed: &[&Path], loopback_ok: bool)
             .iter()
             .any(|c| call.starts_with(c));
         if addressed {
-            if call.contains("nscd") || call.contains("htons(53)") {
+            if call.contains("htons(53)") {
                 f.network.push(line.to_string());
             } else if call.contains("AF_INET") {
                 let loopback = call.contains("inet_addr(\"127.0.0.1\")")
                     || call.contains("inet_pton(AF_INET6, \"::1\"");
-                if !(loopback_ok && loopback) {
+                if !loopback || !loopback_ok {
                     f.network.push(line.to_string());
                 }
             }
+            continue;
+        }
+        // The rest of %network (recvmsg, getpeername, …) moves data on sockets already judged.
+        if !FILE_CALLS.iter().any(|c| call.starts_with(c)) {
             continue;
         }
         let Some(path) = first_path(call) else {
@@ -143,6 +151,24 @@ pub fn analyse_with(log: &str, cwd: &Path, allowed: &[&Path], loopback_ok: bool)
     }
     f
 }
+
+/// The traced calls that act on a path.
+const FILE_CALLS: [&str; 14] = [
+    "open(",
+    "openat(",
+    "openat2(",
+    "creat(",
+    "mkdir(",
+    "mkdirat(",
+    "rename(",
+    "renameat(",
+    "renameat2(",
+    "link(",
+    "linkat(",
+    "symlink(",
+    "symlinkat(",
+    "truncate(",
+];
 
 /// Whether a traced file call changes the file system (open calls only with a write flag).
 fn is_write(call: &str) -> bool {
@@ -178,6 +204,8 @@ mod tests {
     fn the_analysis_flags_what_it_should() {
         let log = r#"10 socket(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC, 0) = 3
 10 socket(AF_INET, SOCK_DGRAM|SOCK_CLOEXEC|SOCK_NONBLOCK, IPPROTO_IP) = 4
+10 socket(AF_NETLINK, SOCK_RAW|SOCK_CLOEXEC, NETLINK_ROUTE) = 5
+10 recvfrom(4, "\\1\\0 /home/u/x", 8, 0, NULL, NULL) = 8
 11 openat(AT_FDCWD, "/etc/resolv.conf", O_RDONLY|O_CLOEXEC) = 5
 11 openat(AT_FDCWD, "/data/history/history.sqlite", O_RDWR|O_CREAT|O_CLOEXEC, 0644) = 6
 11 openat(AT_FDCWD, "/home/u/.cache/Microsoft/deviceid", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 7

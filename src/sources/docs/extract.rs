@@ -262,8 +262,9 @@ fn markdown_pieces(source: &str) -> Vec<&str> {
     let bytes = source.as_bytes();
     let mut pieces = Vec::new();
     let (mut start, mut marks, mut in_fence) = (0, 0usize, false);
-    let mut line_start = front_matter_len(source);
-    for i in line_start..bytes.len() {
+    let front_matter = front_matter_len(source);
+    let mut line_start = front_matter;
+    for i in front_matter..bytes.len() {
         let b = bytes[i];
         if b.is_ascii_punctuation() || b == b'\n' {
             marks += 1;
