@@ -37,7 +37,7 @@ step "fetch the test models into $RUDDER_TEST_MODELS_DIR"
 RUDDER_MODELS_DIR="$RUDDER_TEST_MODELS_DIR" target/debug/rudder models fetch smollm2-135m-instruct all-minilm-l6-v2
 
 step "cargo test (the fuzz targets run RUDDER_FUZZ_SECONDS each)"
-RUDDER_FUZZ_SECONDS="${RUDDER_FUZZ_SECONDS:-60}" cargo test "${cargo_flags[@]}"
+RUDDER_FUZZ_SECONDS="${RUDDER_FUZZ_SECONDS:-30}" cargo test "${cargo_flags[@]}"
 
 step "desktop app end to end (real window, Xvfb, tauri-driver)"
 RUDDER_UI_BUILT=1 scripts/e2e.sh
