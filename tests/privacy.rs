@@ -95,6 +95,8 @@ impl Sandbox {
             .env("HOME", &self.home)
             .env("TMPDIR", &self.tmp)
             .env("RUDDER_DATA_DIR", &self.data)
+            // Greedy decoding is reproducible only if the prompts see the same date.
+            .env("RUDDER_DATE", "2026-11-22")
             .stdin(Stdio::null())
             .output()
             .expect("run rudder under strace");
@@ -202,6 +204,28 @@ fn default_mode_opens_no_socket_and_writes_only_inside_the_data_directory() {
         ],
     );
 
+    // Documents, and a corpus that is already on disk (its only source is unreachable).
+    let docs = fixtures.join("desktop-docs");
+    sb.run("docs-add", &["docs", "add", docs.to_str().unwrap()]);
+    sb.run("corpus-fetch", &["corpus", "fetch", "privacy-test-corpus"]);
+
+    // Research with the real small model over documents, corpus and the history imported so far
+    // (fixed, so greedy decoding is reproducible). Depth 0: the root's searches, the profile and
+    // the report; deeper levels call the same code.
+    sb.run(
+        "research",
+        &[
+            "research",
+            "How should I store brewed tea?",
+            "--depth",
+            "0",
+            "--breadth",
+            "1",
+            "--no-clarify",
+            "--never-ask",
+        ],
+    );
+
     // Embedding for more than 30 s in one process: ONNX Runtime's telemetry, when it was on,
     // looked up its events host after about 9 s. Sized from a first measured batch.
     let batch = sb
@@ -227,27 +251,6 @@ fn default_mode_opens_no_socket_and_writes_only_inside_the_data_directory() {
     assert!(
         took >= Duration::from_secs(30),
         "history embed ran {took:?} on {needed} sessions; the check needs 30 s"
-    );
-
-    // Documents, and a corpus that is already on disk (its only source is unreachable).
-    let docs = fixtures.join("desktop-docs");
-    sb.run("docs-add", &["docs", "add", docs.to_str().unwrap()]);
-    sb.run("corpus-fetch", &["corpus", "fetch", "privacy-test-corpus"]);
-
-    // A research run with the real small model over documents, corpus and history (depth 0:
-    // the root's searches, the profile and the report; deeper levels call the same code).
-    sb.run(
-        "research",
-        &[
-            "research",
-            "How should I store brewed tea?",
-            "--depth",
-            "0",
-            "--breadth",
-            "1",
-            "--no-clarify",
-            "--never-ask",
-        ],
     );
 
     sb.assert_untouched();
