@@ -75,11 +75,8 @@ fn write_takeout(path: &Path, items: &[serde_json::Value]) {
     std::fs::write(path, serde_json::to_vec(items).unwrap()).unwrap();
 }
 
+/// Every file and folder under `dir`.
 fn files_under(dir: &Path) -> Vec<PathBuf> {
-    walk(dir)
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -88,7 +85,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         let path = entry.path();
         out.push(path.clone());
         if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-            out.extend(walk(&path));
+            out.extend(files_under(&path));
         }
     }
     out
