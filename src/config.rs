@@ -72,6 +72,11 @@ impl Paths {
     pub fn sessions_dir(&self) -> PathBuf {
         self.data_dir.join("sessions")
     }
+
+    /// The sessions database: every session's configuration, event log and steering queue.
+    pub fn sessions_db(&self) -> PathBuf {
+        self.sessions_dir().join("sessions.sqlite")
+    }
 }
 
 fn default_data_dir() -> Result<PathBuf> {
@@ -195,18 +200,43 @@ pub struct ResearchDefaults {
     pub always_ask: bool,
 }
 
+/// The saved defaults are the loop's own (`ResearchSettings::default()`, the design's
+/// values): one place for every default.
 impl Default for ResearchDefaults {
     fn default() -> Self {
+        Self::from_settings(&crate::research::ResearchSettings::default())
+    }
+}
+
+impl ResearchDefaults {
+    /// The user-facing part of the loop's settings.
+    pub fn from_settings(s: &crate::research::ResearchSettings) -> Self {
         Self {
-            depth: 3,
-            breadth: 3,
-            c0: 0.7,
-            tol: 3.0,
-            lambda_explore: 0.5,
-            lambda_info: 0.5,
-            clarify_turns: 3,
-            always_ask: false,
+            depth: s.depth,
+            breadth: s.breadth,
+            c0: s.pause.base_cost,
+            tol: s.pause.tolerance,
+            lambda_explore: s.weights.lambda_explore,
+            lambda_info: s.weights.lambda_info,
+            clarify_turns: s.clarify_turns,
+            always_ask: s.pause.always,
         }
+    }
+
+    /// The loop's settings: these values, the loop's defaults for the rest.
+    pub fn to_settings(&self) -> crate::research::ResearchSettings {
+        let mut s = crate::research::ResearchSettings {
+            depth: self.depth,
+            breadth: self.breadth,
+            clarify_turns: self.clarify_turns,
+            ..crate::research::ResearchSettings::default()
+        };
+        s.pause.base_cost = self.c0;
+        s.pause.tolerance = self.tol;
+        s.pause.always = self.always_ask;
+        s.weights.lambda_explore = self.lambda_explore;
+        s.weights.lambda_info = self.lambda_info;
+        s
     }
 }
 

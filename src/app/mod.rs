@@ -52,6 +52,8 @@ pub enum AppError {
     Embed(#[from] crate::embed::EmbedError),
     #[error(transparent)]
     Profile(#[from] crate::profile::ProfileError),
+    #[error(transparent)]
+    Run(#[from] crate::session::runner::RunError),
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,

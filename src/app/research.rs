@@ -14,22 +14,19 @@ use serde::{Deserialize, Serialize};
 use super::{App, AppError, AppResult, Notifier};
 use crate::clarify::ClarifyAnswer;
 use crate::config::{Paths, Settings};
-use crate::embed::{Embedder, FastEmbedder};
-use crate::history::History;
-use crate::models::ModelStore;
-use crate::profile::ProfileOptions;
-use crate::research::steering::{Journal, Message};
+use crate::embed::FastEmbedder;
 use crate::research::{
-    Brief, ChannelInteraction, Envelope, Event, PauseAnswer, Reply, Report, ResearchError,
-    ResearchSettings, ResearchState, Researcher,
+    ChannelInteraction, Envelope, Event, PauseAnswer, Reply, Report, ResearchState,
+};
+use crate::session::export::export_session;
+use crate::session::runner::{
+    new_session_config, open_sources, NewSession, RunError, RunOverrides, Runtime, SessionRun,
 };
 use crate::session::{
-    RunLock, SessionConfig, SessionId, SessionInfo, SessionLog, SessionStatus, SessionStore,
+    list_sessions, RunLock, SessionId, SessionInfo, SessionLog, SessionStatus, SessionStore,
     SourceChoice,
 };
-use crate::sources::docs::DocsSource;
-use crate::sources::history::HistorySourceAdapter;
-use crate::sources::{CitationTarget, Sources};
+use crate::sources::CitationTarget;
 
 /// What the research form sends; omitted numbers come from the saved settings.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -45,6 +42,31 @@ pub struct ResearchRequest {
     pub tol: Option<f32>,
     pub clarify_turns: Option<u32>,
     pub always_ask: Option<bool>,
+}
+
+impl ResearchRequest {
+    /// The request as the session runner takes it: every number it leaves out comes from the
+    /// saved settings.
+    pub fn to_new_session(&self) -> NewSession {
+        NewSession {
+            question: self.question.clone(),
+            persona: self.persona.clone(),
+            sources: SourceChoice {
+                history: self.use_history,
+                docs: self.use_docs,
+                docs_dir: None,
+            },
+            overrides: RunOverrides {
+                depth: self.depth,
+                breadth: self.breadth,
+                c0: self.c0,
+                tol: self.tol,
+                clarify_turns: self.clarify_turns,
+                always_ask: self.always_ask,
+                ..RunOverrides::default()
+            },
+        }
+    }
 }
 
 /// A reply from the window to the question the run is waiting on.
@@ -151,49 +173,16 @@ pub(crate) struct LiveRun {
 
 impl App {
     fn store(&self) -> AppResult<SessionStore> {
-        Ok(SessionStore::open(&sessions_db(&self.paths))?)
+        Ok(SessionStore::open(&self.paths.sessions_db())?)
     }
 
     /// Creates a session and starts researching it on a background thread; returns its id
     /// at once. Progress and questions arrive as events.
     pub fn research_start(&self, request: &ResearchRequest) -> AppResult<SessionId> {
-        let question = request.question.trim();
-        if question.is_empty() {
-            return Err(AppError::Invalid("write a question to research".into()));
-        }
         let settings = self.settings()?;
-        let d = &settings.research;
-        let mut research = ResearchSettings {
-            depth: request.depth.unwrap_or(d.depth).clamp(1, 6),
-            breadth: request.breadth.unwrap_or(d.breadth).clamp(1, 6),
-            clarify_turns: request.clarify_turns.unwrap_or(d.clarify_turns).min(5),
-            ..ResearchSettings::default()
-        };
-        research.pause.base_cost = request.c0.unwrap_or(d.c0).clamp(0.0, 1.0);
-        research.pause.tolerance = request.tol.unwrap_or(d.tol).max(0.1);
-        research.pause.always = request.always_ask.unwrap_or(d.always_ask);
-        research.weights.lambda_explore = d.lambda_explore;
-        research.weights.lambda_info = d.lambda_info;
-        let config = SessionConfig {
-            brief: Brief {
-                query: question.to_string(),
-                persona_text: request.persona.trim().to_string(),
-                profile: String::new(),
-                checklist: None,
-            },
-            settings: research,
-            model: settings.chat_model.clone(),
-            sources: SourceChoice {
-                history: request.use_history,
-                docs: request.use_docs,
-                docs_dir: None,
-            },
-        };
-        if !config.sources.history && !config.sources.docs && !web_on(&settings) {
-            return Err(AppError::Invalid(
-                "choose at least one source: your history or your documents".into(),
-            ));
-        }
+        // The model is opened on the run's thread; the session records the one configured.
+        let config =
+            new_session_config(&settings, &request.to_new_session(), &settings.chat_model)?;
         let log = SessionLog::create(self.store()?, &config)?;
         let id = log.id;
         self.spawn_run(id)?;
@@ -262,8 +251,8 @@ impl App {
                         message: title,
                     },
                     Err(e) => {
-                        let stopped = stop.load(Ordering::SeqCst);
-                        if let Ok(store) = SessionStore::open(&sessions_db(&paths)) {
+                        let stopped = e.is_stop() || stop.load(Ordering::SeqCst);
+                        if let Ok(store) = SessionStore::open(&paths.sessions_db()) {
                             let _ = store.set_status(id, SessionStatus::Interrupted);
                         }
                         if stopped {
@@ -343,13 +332,11 @@ impl App {
             .copied()
             .collect();
         let mut rows = Vec::new();
-        for mut info in store.list()? {
+        for mut info in list_sessions(&store)? {
             let is_live = live.contains(&info.id);
-            if info.status == SessionStatus::Running
-                && !is_live
-                && !RunLock::is_held(&store, info.id)
-            {
-                info.status = SessionStatus::Interrupted;
+            if is_live {
+                // Still opening its models: it has not taken the session's lock yet.
+                info.status = SessionStatus::Running;
             }
             rows.push(SessionRow {
                 info,
@@ -375,7 +362,7 @@ impl App {
     /// Writes `report.md`, `report.html`, `todo.md`, `events.jsonl` and `session.json` into
     /// `dir`; returns the files written.
     pub fn session_export(&self, id: SessionId, dir: &Path) -> AppResult<Vec<PathBuf>> {
-        export_session(&self.store()?, id, dir)
+        Ok(export_session(&self.store()?, id, dir)?)
     }
 }
 
@@ -399,55 +386,6 @@ pub fn report_view(session: SessionId, report: &Report) -> ReportView {
     }
 }
 
-/// Writes a session's report, plan, log and settings into `dir`.
-pub fn export_session(store: &SessionStore, id: SessionId, dir: &Path) -> AppResult<Vec<PathBuf>> {
-    let info = store.info(id)?;
-    let events = store.events(id)?;
-    let state = ResearchState::fold(&events);
-    std::fs::create_dir_all(dir).map_err(|e| AppError::io(dir, e))?;
-    let write = |name: &str, bytes: &[u8]| -> AppResult<PathBuf> {
-        let path = dir.join(name);
-        std::fs::write(&path, bytes).map_err(|e| AppError::io(&path, e))?;
-        Ok(path)
-    };
-    let mut written = Vec::new();
-    if let Some(report) = &state.report {
-        written.push(write("report.md", report.markdown.as_bytes())?);
-        written.push(write("report.html", report.to_html().as_bytes())?);
-    }
-    written.push(write(
-        "todo.md",
-        state.todo.render_markdown(&state.query).as_bytes(),
-    )?);
-    let mut log = String::new();
-    for e in &events {
-        log.push_str(&serde_json::to_string(e).unwrap_or_default());
-        log.push('\n');
-    }
-    written.push(write("events.jsonl", log.as_bytes())?);
-    let session = serde_json::json!({
-        "session": info,
-        "config": store.config(id)?,
-        "steering": store.steering(id)?,
-    });
-    written.push(write(
-        "session.json",
-        serde_json::to_string_pretty(&session)
-            .unwrap_or_default()
-            .as_bytes(),
-    )?);
-    Ok(written)
-}
-
-/// The sessions database.
-pub fn sessions_db(paths: &Paths) -> PathBuf {
-    paths.sessions_dir().join("sessions.sqlite")
-}
-
-fn web_on(settings: &Settings) -> bool {
-    crate::sources::web::web_source_from_settings(settings).is_some()
-}
-
 /// Everything a run's thread needs.
 struct RunJob {
     id: SessionId,
@@ -467,71 +405,15 @@ impl RunJob {
     }
 
     /// Runs (or resumes) the session to its report; returns the report's title.
-    fn run(self, interaction: ChannelInteraction) -> AppResult<String> {
+    fn run(self, mut interaction: ChannelInteraction) -> Result<String, RunError> {
         let id = self.id;
         self.state("running", "loading the models");
         let settings = Settings::load(&self.paths)?;
-        let log = SessionLog::new(SessionStore::open(&sessions_db(&self.paths))?, id);
-        let mut config: SessionConfig = log.config()?;
-        let store = log.store;
-        let events = store.events(id)?;
-        let models = ModelStore::open(&self.paths)?;
-        let embedder = match self.embedder.clone() {
-            Some(e) => e,
-            None => Arc::new(FastEmbedder::from_store(
-                &models,
-                &settings.embed_model,
-                settings.llama.effective_threads(),
-            )?),
-        };
-        let llm = crate::llm::open_chat(&models, &settings, Some(&config.model))?;
-        let embed_model = settings.embed_model.clone();
-        let mut sources = Sources::new();
-        if config.sources.docs && self.paths.docs_dir().exists() {
-            let docs = DocsSource::open(&self.paths.docs_dir())?;
-            if docs.library().stats()?.store.documents > 0 {
-                sources.push(Box::new(docs));
-            }
-        }
-        if config.sources.history && self.paths.history_dir().exists() {
-            let mut history = History::open(&self.paths.history_dir())?;
-            if history.stats()?.store.sessions > 0 {
-                // A new session builds its query-aware profile once and stores it, so a resumed
-                // run does not rebuild it.
-                if events.is_empty() && config.brief.profile.is_empty() {
-                    self.state(
-                        "running",
-                        "building your profile for this question from history",
-                    );
-                    let run = crate::profile::query_profile(
-                        llm.as_ref(),
-                        &mut history,
-                        Some((embedder.as_ref() as &dyn Embedder, embed_model.as_str())),
-                        &config.brief.query,
-                        &ProfileOptions::default(),
-                    )?;
-                    config.brief.profile = run.profile.to_prompt_text();
-                    store.set_config(id, &serde_json::to_value(&config).unwrap_or_default())?;
-                }
-                history.release_writer()?;
-                sources.push(Box::new(HistorySourceAdapter::new(history)));
-            }
-        }
-        if let Some(web) = crate::sources::web::web_source_from_settings(&settings) {
-            tracing::info!("web search is on: {}", crate::sources::web::WEB_DISCLOSURE);
-            sources.push(Box::new(web));
-        }
-        if sources.is_empty() {
-            return Err(ResearchError::NoSources.into());
-        }
-        let _lock = RunLock::acquire(&store, id)?;
-        store.set_status(id, SessionStatus::Running)?;
-        self.state("running", "researching");
-        let mut journal = Stoppable {
-            log: SessionLog::new(store, id),
-            stop: self.stop.clone(),
-        };
-        let mut interaction = interaction;
+        let config =
+            SessionLog::new(SessionStore::open(&self.paths.sessions_db())?, id).config()?;
+        let runtime =
+            Runtime::for_session(&self.paths, &settings, &config, None, self.embedder.clone())?;
+        let sources = open_sources(&self.paths, &settings, &config.sources)?;
         let notifier = self.notifier.clone();
         let mut sink = move |e: &Envelope| {
             notifier.research_event(id, e);
@@ -558,63 +440,17 @@ impl RunJob {
                 });
             }
         };
-        let outcome = Researcher {
-            llm: llm.as_ref(),
-            embedder: embedder.as_ref(),
-            sources: &mut sources,
-            interaction: &mut interaction,
-            events: &mut sink,
-            journal: &mut journal,
-            settings: config.settings,
-            embed_model,
+        let outcome = SessionRun {
+            paths: &self.paths,
+            id,
+            runtime: &runtime,
+            sources,
+            stop: Some(self.stop.clone()),
         }
-        .resume(&config.brief, &events)?;
-        let store = &journal.log.store;
-        let _ = store.set_title(id, &outcome.report.title);
-        // The same files the CLI keeps next to the session.
-        let dir = self.paths.sessions_dir().join(id.to_string());
-        std::fs::create_dir_all(&dir).map_err(|e| AppError::io(&dir, e))?;
-        for (name, text) in [
-            ("report.md", outcome.report.markdown.clone()),
-            ("report.html", outcome.report.to_html()),
-            ("todo.md", outcome.todo.render_markdown(&config.brief.query)),
-        ] {
-            let path = dir.join(name);
-            std::fs::write(&path, text).map_err(|e| AppError::io(&path, e))?;
-        }
+        .execute(&mut interaction, &mut sink, &mut |phase| {
+            self.state("running", phase.describe())
+        })?;
         Ok(outcome.report.title)
-    }
-}
-
-/// The session log, refusing to go on once the user pressed stop: the check sits where the
-/// loop looks for steering, at every step boundary, so the last step stays committed.
-struct Stoppable {
-    log: SessionLog,
-    stop: Arc<AtomicBool>,
-}
-
-impl Stoppable {
-    fn check(&self) -> Result<(), ResearchError> {
-        if self.stop.load(Ordering::SeqCst) {
-            Err(ResearchError::Interaction("stopped by the user".into()))
-        } else {
-            Ok(())
-        }
-    }
-}
-
-impl Journal for Stoppable {
-    fn commit(&mut self, events: &[Envelope], applied: &[i64]) -> Result<(), ResearchError> {
-        self.log.commit(events, applied)
-    }
-
-    fn pending_steering(&mut self) -> Result<Vec<Message>, ResearchError> {
-        self.check()?;
-        self.log.pending_steering()
-    }
-
-    fn finish(&mut self, events: &[Envelope], applied: &[i64]) -> Result<bool, ResearchError> {
-        self.log.finish(events, applied)
     }
 }
 

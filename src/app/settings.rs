@@ -58,16 +58,7 @@ impl App {
         settings.chat_model = new.chat_model.clone();
         settings.llama.threads = (new.threads > 0).then_some(new.threads);
         settings.llama.gpu_layers = new.gpu_layers;
-        settings.research = ResearchDefaults {
-            depth: new.depth,
-            breadth: new.breadth,
-            c0: new.c0,
-            tol: new.tol,
-            lambda_explore: new.lambda_explore,
-            lambda_info: new.lambda_info,
-            clarify_turns: new.clarify_turns,
-            always_ask: new.always_ask,
-        };
+        settings.research = research_defaults(new);
         let url = new.searxng_url.trim().to_string();
         if new.web_enabled || !url.is_empty() || settings.web.is_some() {
             let web = settings.web.get_or_insert_with(WebSettings::default);
@@ -106,32 +97,10 @@ fn view(settings: &Settings, store: &ModelStore) -> AppSettings {
     }
 }
 
-/// The ranges the loop is defined for.
+/// The ranges the loop is defined for (the same check every run makes), and a web address
+/// when web search is on.
 pub fn validate(s: &AppSettings) -> AppResult<()> {
-    let mut problems = Vec::new();
-    if !(0.0..=1.0).contains(&s.c0) {
-        problems.push(format!("C0 must be between 0 and 1, not {}", s.c0));
-    }
-    if !(s.tol > 0.0 && s.tol.is_finite()) {
-        problems.push(format!("Tol must be above 0, not {}", s.tol));
-    }
-    for (name, v) in [("λ_exp", s.lambda_explore), ("λ_info", s.lambda_info)] {
-        if !(v >= 0.0 && v.is_finite()) {
-            problems.push(format!("{name} must be 0 or more, not {v}"));
-        }
-    }
-    if !(1..=6).contains(&s.depth) {
-        problems.push(format!("depth must be 1 to 6, not {}", s.depth));
-    }
-    if !(1..=6).contains(&s.breadth) {
-        problems.push(format!("breadth must be 1 to 6, not {}", s.breadth));
-    }
-    if s.clarify_turns > 5 {
-        problems.push(format!(
-            "at most 5 clarifying questions, not {}",
-            s.clarify_turns
-        ));
-    }
+    let mut problems = crate::session::runner::validate_research(&research_defaults(s));
     if s.web_enabled {
         let url = s.searxng_url.trim();
         if !(url.starts_with("http://") || url.starts_with("https://")) {
@@ -144,5 +113,18 @@ pub fn validate(s: &AppSettings) -> AppResult<()> {
         Ok(())
     } else {
         Err(AppError::Invalid(problems.join("; ")))
+    }
+}
+
+fn research_defaults(s: &AppSettings) -> ResearchDefaults {
+    ResearchDefaults {
+        depth: s.depth,
+        breadth: s.breadth,
+        c0: s.c0,
+        tol: s.tol,
+        lambda_explore: s.lambda_explore,
+        lambda_info: s.lambda_info,
+        clarify_turns: s.clarify_turns,
+        always_ask: s.always_ask,
     }
 }

@@ -300,7 +300,7 @@ fn run_eval(
             .systems
             .iter()
             .map(|&s| research_settings(&run_ctx, s))
-            .collect(),
+            .collect::<Result<_, _>>()?,
         command: std::env::args().collect(),
     };
     std::fs::write(

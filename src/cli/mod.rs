@@ -8,6 +8,7 @@ mod docs;
 mod embed;
 mod eval;
 mod history;
+mod live;
 mod models;
 mod profile;
 mod progress;
@@ -226,6 +227,55 @@ mod tests {
     fn the_command_line_definition_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    /// The terminal and the window go through one session runner: the same saved settings and
+    /// the same overrides give the same stored configuration, and the saved settings count for
+    /// the CLI too.
+    #[test]
+    fn the_cli_and_the_window_configure_a_run_alike() {
+        use rudder::session::runner::new_session_config;
+        let mut settings = Settings::default();
+        settings.research.breadth = 2;
+        settings.research.c0 = 0.4;
+        settings.research.clarify_turns = 1;
+        settings.research.lambda_info = 0.8;
+        let cli = Cli::try_parse_from([
+            "rudder",
+            "research",
+            "How is tea stored?",
+            "--depth",
+            "2",
+            "--tol",
+            "1.5",
+            "--no-history",
+        ])
+        .unwrap();
+        let Command::Research(args) = cli.command else {
+            panic!("expected the research command");
+        };
+        let from_cli = new_session_config(&settings, &args.to_new_session(), "m").unwrap();
+        let request: rudder::app::ResearchRequest = serde_json::from_value(serde_json::json!({
+            "question": "How is tea stored?",
+            "use_history": false,
+            "use_docs": true,
+            "depth": 2,
+            "tol": 1.5,
+        }))
+        .unwrap();
+        let from_app = new_session_config(&settings, &request.to_new_session(), "m").unwrap();
+        assert_eq!(from_cli, from_app);
+        let s = from_cli.settings;
+        assert_eq!((s.depth, s.breadth, s.clarify_turns), (2, 2, 1));
+        assert_eq!((s.pause.base_cost, s.pause.tolerance), (0.4, 1.5));
+        assert_eq!(s.weights.lambda_info, 0.8);
+        // The same range check for both: the CLI no longer runs what the window refuses.
+        let cli = Cli::try_parse_from(["rudder", "research", "q", "--depth", "9"]).unwrap();
+        let Command::Research(args) = cli.command else {
+            panic!("expected the research command");
+        };
+        let err = new_session_config(&settings, &args.to_new_session(), "m").unwrap_err();
+        assert!(err.to_string().contains("depth must be 0 to 6"), "{err}");
     }
 
     #[test]

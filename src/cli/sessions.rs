@@ -7,10 +7,10 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use rudder::models::ModelStore;
 use rudder::research::ResearchState;
-use rudder::session::{RunLock, SessionLog, SessionStatus, SessionStore};
-use rudder::sources::history::HistorySourceAdapter;
+use rudder::session::export::export_session;
+use rudder::session::runner::{open_sources, Runtime};
+use rudder::session::{list_sessions, RunLock, SessionLog, SessionStatus, SessionStore};
 
 use super::research::{self, Output};
 use super::{one_line, Ctx};
@@ -57,8 +57,7 @@ pub struct SteerArgs {
 }
 
 fn open_store(ctx: &Ctx) -> anyhow::Result<SessionStore> {
-    let path = research::sessions_db(ctx);
-    Ok(SessionStore::open(&path)?)
+    Ok(SessionStore::open(&ctx.paths.sessions_db())?)
 }
 
 pub fn run(ctx: &Ctx, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
@@ -90,13 +89,7 @@ fn status_name(s: SessionStatus) -> &'static str {
 
 fn list(ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let store = open_store(ctx)?;
-    let mut sessions = store.list()?;
-    // A "running" session that no process holds was stopped (crash, kill, closed laptop).
-    for s in &mut sessions {
-        if s.status == SessionStatus::Running && !RunLock::is_held(&store, s.id) {
-            s.status = SessionStatus::Interrupted;
-        }
-    }
+    let sessions = list_sessions(&store)?;
     if ctx.json {
         println!("{}", serde_json::to_string_pretty(&sessions)?);
         return Ok(ExitCode::SUCCESS);
@@ -181,21 +174,23 @@ fn resume(ctx: &Ctx, args: ResumeArgs) -> anyhow::Result<ExitCode> {
             args.id
         );
     }
-    let mut journal = SessionLog::new(store, args.id);
-    let config = journal.config()?;
-    let events = journal.store.events(args.id)?;
-    let models = ModelStore::open(&ctx.paths)?;
-    let embedder = research::open_embedder(ctx, &models)?;
+    let config = SessionLog::new(store, args.id).config()?;
     // The model it started with, unless --model picks another.
-    let model = ctx.model.clone().unwrap_or_else(|| config.model.clone());
-    let llm = rudder::llm::open_chat(&models, &ctx.settings, Some(&model))
-        .with_context(|| format!("session {} was started with model `{model}`", args.id))?;
-    let (mut sources, history) = research::open_sources(ctx, &config.sources, &[], &embedder)?;
-    if let Some(mut history) = history {
-        history.release_writer()?;
-        sources.push(Box::new(HistorySourceAdapter::new(history)));
-    }
-    if sources.is_empty() {
+    let runtime = Runtime::for_session(
+        &ctx.paths,
+        &ctx.settings,
+        &config,
+        ctx.model.as_deref(),
+        None,
+    )
+    .with_context(|| {
+        format!(
+            "session {} was started with model `{}`",
+            args.id, config.model
+        )
+    })?;
+    let sources = open_sources(&ctx.paths, &ctx.settings, &config.sources)?;
+    if sources.sources.is_empty() && sources.history.is_none() {
         bail!(
             "session {}: none of its sources is available any more",
             args.id
@@ -203,31 +198,26 @@ fn resume(ctx: &Ctx, args: ResumeArgs) -> anyhow::Result<ExitCode> {
     }
     eprintln!(
         "resuming session {} after {} events (steer it with `rudder steer {} \"message\"`)",
-        args.id,
-        events.len(),
-        args.id
+        args.id, info.events, args.id
     );
     let interaction = research::interaction(args.answers.as_deref(), args.never_ask)?;
     research::drive(
         ctx,
-        &mut journal,
-        &config,
-        llm.as_ref(),
-        &embedder,
+        args.id,
+        &runtime,
         sources,
         interaction,
         &Output {
             out: args.out,
             events: args.events,
         },
-        &events,
     )
 }
 
 fn export(ctx: &Ctx, id: i64, dir: &std::path::Path) -> anyhow::Result<ExitCode> {
     let store = open_store(ctx)?;
     // The same files as the desktop app's export, from the same library function.
-    for path in rudder::app::research::export_session(&store, id, dir)? {
+    for path in export_session(&store, id, dir)? {
         println!("{}", path.display());
     }
     if ResearchState::fold(&store.events(id)?).report.is_none() {

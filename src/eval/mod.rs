@@ -79,6 +79,9 @@ pub enum EvalError {
     /// A judge prompt template failed to render.
     #[error("judge prompt: {0}")]
     JudgePrompt(String),
+    /// The evaluation's settings are not ones a run accepts (a depth out of range, …).
+    #[error("evaluation settings: {0}")]
+    Config(String),
     /// A system's research run (or its profile) failed on a case.
     #[error("case {case}, system {system}: {message}")]
     Run {

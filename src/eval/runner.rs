@@ -22,15 +22,14 @@ use super::persona::{Aspect, PersonaCase};
 use super::summary::{RunRecord, StageCost, StageCosts};
 use super::user::SimulatedUser;
 use super::EvalError;
+use crate::config::ResearchDefaults;
 use crate::embed::Embedder;
 use crate::history::{History, ImportOptions, NoProgress};
 use crate::llm::replay::Metered;
 use crate::llm::Llm;
-use crate::profile::ProfileOptions;
 use crate::research::events::Collect;
-use crate::research::{
-    Brief, Interaction, MemoryJournal, NeverAsk, ResearchSettings, ResearchState, Researcher,
-};
+use crate::research::{Brief, Interaction, NeverAsk, ResearchSettings, ResearchState};
+use crate::session::runner::{profile_brief, run_in_memory, RunModels, RunOverrides};
 use crate::sources::docs::DocsSource;
 use crate::sources::history::HistorySourceAdapter;
 use crate::sources::Sources;
@@ -167,20 +166,27 @@ fn research_error_io(path: &Path, e: impl std::fmt::Display) -> EvalError {
     }
 }
 
-/// The research settings a system runs with: the same depth, breadth and defaults for all;
-/// `rudder` adds its pause cost and the clarifying turns the simulated user answers.
-pub fn research_settings(ctx: &RunContext, system: System) -> ResearchSettings {
-    let mut settings = ResearchSettings {
-        depth: ctx.depth,
-        breadth: ctx.breadth,
-        clarify_turns: 0,
-        ..ResearchSettings::default()
+/// The research settings a system runs with, resolved as every session's are: the saved
+/// defaults (the loop's own) with the evaluation's depth and breadth; `rudder` adds its pause
+/// cost and the clarifying turns the simulated user answers.
+pub fn research_settings(ctx: &RunContext, system: System) -> Result<ResearchSettings, EvalError> {
+    let overrides = RunOverrides {
+        depth: Some(ctx.depth),
+        breadth: Some(ctx.breadth),
+        clarify_turns: Some(0),
+        c0: system.c0(),
+        ..RunOverrides::default()
     };
-    if let System::Rudder { c0 } = system {
-        settings.pause.base_cost = c0;
-        settings.clarify_turns = ctx.clarify_turns;
-    }
-    settings
+    let overrides = match system {
+        System::Rudder { .. } => RunOverrides {
+            clarify_turns: Some(ctx.clarify_turns),
+            ..overrides
+        },
+        _ => overrides,
+    };
+    overrides
+        .resolve(&ResearchDefaults::default())
+        .map_err(|e| EvalError::Config(e.to_string()))
 }
 
 /// Runs one system on one case and judges the report.
@@ -196,7 +202,7 @@ pub fn run_case(ctx: &RunContext, case: &EvalCase, system: System) -> Result<Run
     let mut sources = Sources::new();
     let docs = DocsSource::open(&ctx.docs_dir).map_err(|e| research_error_io(&ctx.docs_dir, e))?;
     sources.push(Box::new(docs));
-    let settings = research_settings(ctx, system);
+    let settings = research_settings(ctx, system)?;
     let mut brief = Brief {
         query: case.query.clone(),
         ..Brief::default()
@@ -208,17 +214,17 @@ pub fn run_case(ctx: &RunContext, case: &EvalCase, system: System) -> Result<Run
         System::Rudder { .. } => {
             brief.persona_text = case.persona.first_sentence.clone();
             let mut history = case_history(ctx, case)?;
-            let run = crate::profile::query_profile(
-                ctx.llm,
-                &mut history,
-                Some((ctx.embedder, ctx.embed_model.as_str())),
-                &case.query,
-                &ProfileOptions::default(),
-            )
-            .map_err(|e| research_error(case, system, e))?;
-            // A cached profile carries the cost of the run that made it.
-            profile_cost = StageCost::new(run.usage, run.seconds);
-            brief.profile = run.profile.to_prompt_text();
+            let models = RunModels {
+                llm: ctx.llm,
+                embedder: ctx.embedder,
+                embed_model: &ctx.embed_model,
+            };
+            if let Some(run) = profile_brief(models, &mut history, &mut brief)
+                .map_err(|e| research_error(case, system, e))?
+            {
+                // A cached profile carries the cost of the run that made it.
+                profile_cost = StageCost::new(run.usage, run.seconds);
+            }
             history
                 .release_writer()
                 .map_err(|e| research_error(case, system, e))?;
@@ -233,17 +239,19 @@ pub fn run_case(ctx: &RunContext, case: &EvalCase, system: System) -> Result<Run
         _ => &mut never,
     };
     let mut events = Collect::default();
-    let outcome = Researcher {
+    let models = RunModels {
         llm: &research_llm,
         embedder: ctx.embedder,
-        sources: &mut sources,
-        interaction,
-        events: &mut events,
-        journal: &mut MemoryJournal::new(),
+        embed_model: &ctx.embed_model,
+    };
+    let outcome = run_in_memory(
+        models,
+        &mut sources,
+        &brief,
         settings,
-        embed_model: ctx.embed_model.clone(),
-    }
-    .run(&brief)
+        interaction,
+        &mut events,
+    )
     .map_err(|e| research_error(case, system, e))?;
     let research_metering = research_llm.metering();
     let research_cost = StageCost::new(research_metering.usage, research_metering.seconds);

@@ -78,6 +78,9 @@ pub enum ResearchError {
     Steering(String),
     #[error("{0}")]
     Session(String),
+    /// The user pressed stop; the session resumes from its last finished step.
+    #[error("stopped by the user")]
+    Stopped,
     #[error("no sources to research: add documents (`rudder docs add DIR`), import history, or enable web search")]
     NoSources,
 }

@@ -2,6 +2,8 @@
 //! thread or process can write to, and resume as a fold over the log
 //! ([`crate::research::ResearchState`]).
 
+pub mod export;
+pub mod runner;
 pub mod store;
 
 use std::path::PathBuf;
@@ -107,6 +109,18 @@ impl RunLock {
             Err(_) => false,
         }
     }
+}
+
+/// Every session, newest first. One still marked running that no process holds was stopped
+/// by a crash, a kill or a closed laptop: it is listed as interrupted (and can be resumed).
+pub fn list_sessions(store: &SessionStore) -> Result<Vec<SessionInfo>, SessionError> {
+    let mut sessions = store.list()?;
+    for s in &mut sessions {
+        if s.status == SessionStatus::Running && !RunLock::is_held(store, s.id) {
+            s.status = SessionStatus::Interrupted;
+        }
+    }
+    Ok(sessions)
 }
 
 /// A session's log as the loop's [`Journal`].

@@ -1,0 +1,576 @@
+//! The one way a research session runs, shared by the CLI, the desktop app and the
+//! evaluation:
+//!
+//! 1. [`new_session_config`] resolves a run's settings from `settings.toml` plus the caller's
+//!    explicit [`RunOverrides`], validated once ([`validate_research`]);
+//! 2. [`Runtime::open`] opens the chat model and the embedder;
+//! 3. [`open_sources`] opens the document library, the history and (only when the user
+//!    switched it on) the web;
+//! 4. [`SessionRun::execute`] prepares the brief with the query-aware profile, takes the
+//!    session's lock, runs or resumes the loop, and writes `report.md`, `report.html` and
+//!    `todo.md` next to the session.
+//!
+//! The faces keep only what is theirs: the CLI parses flags and renders the terminal, the app
+//! keeps its threads, channels and notifier.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::{RunLock, SessionConfig, SessionError, SessionId, SessionLog, SessionStatus};
+use super::{SessionStore, SourceChoice};
+use crate::config::{Paths, ResearchDefaults, Settings};
+use crate::embed::{Embedder, FastEmbedder};
+use crate::history::History;
+use crate::llm::Llm;
+use crate::models::ModelStore;
+use crate::profile::ProfileOptions;
+use crate::research::steering::{Journal, Message};
+use crate::research::{
+    Brief, Envelope, EventSink, Interaction, MemoryJournal, Outcome, ResearchError,
+    ResearchSettings, Researcher,
+};
+use crate::sources::docs::DocsSource;
+use crate::sources::history::HistorySourceAdapter;
+use crate::sources::Sources;
+
+/// Errors of setting up or running a session.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The request itself is wrong (an empty question, a depth out of range, no source).
+    #[error("{0}")]
+    Invalid(String),
+    #[error("research needs the embedding model: `rudder models fetch {name}` ({source})")]
+    Embedder {
+        name: String,
+        #[source]
+        source: crate::embed::EmbedError,
+    },
+    #[error(transparent)]
+    Engine(#[from] crate::Error),
+    #[error(transparent)]
+    Models(#[from] crate::models::ModelError),
+    #[error(transparent)]
+    History(#[from] crate::history::HistoryError),
+    #[error(transparent)]
+    Docs(#[from] crate::sources::docs::DocsError),
+    #[error(transparent)]
+    Profile(#[from] crate::profile::ProfileError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Research(#[from] ResearchError),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl RunError {
+    fn io(path: &Path, source: std::io::Error) -> Self {
+        RunError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// Whether the run ended because the user pressed stop (not a failure).
+    pub fn is_stop(&self) -> bool {
+        matches!(self, RunError::Research(ResearchError::Stopped))
+    }
+}
+
+/// The knobs a caller may set for one run; `None` takes the saved setting. The CLI's flags and
+/// the window's research form both become one of these, so neither holds defaults of its own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunOverrides {
+    pub depth: Option<u32>,
+    pub breadth: Option<u32>,
+    pub c0: Option<f32>,
+    pub tol: Option<f32>,
+    pub lambda_explore: Option<f32>,
+    pub lambda_info: Option<f32>,
+    pub clarify_turns: Option<u32>,
+    pub always_ask: Option<bool>,
+}
+
+impl RunOverrides {
+    /// The saved defaults with these overrides applied (not yet validated).
+    pub fn apply(&self, saved: &ResearchDefaults) -> ResearchDefaults {
+        ResearchDefaults {
+            depth: self.depth.unwrap_or(saved.depth),
+            breadth: self.breadth.unwrap_or(saved.breadth),
+            c0: self.c0.unwrap_or(saved.c0),
+            tol: self.tol.unwrap_or(saved.tol),
+            lambda_explore: self.lambda_explore.unwrap_or(saved.lambda_explore),
+            lambda_info: self.lambda_info.unwrap_or(saved.lambda_info),
+            clarify_turns: self.clarify_turns.unwrap_or(saved.clarify_turns),
+            always_ask: self.always_ask.unwrap_or(saved.always_ask),
+        }
+    }
+
+    /// The loop's settings for a run: saved defaults, these overrides, validated.
+    pub fn resolve(&self, saved: &ResearchDefaults) -> Result<ResearchSettings, RunError> {
+        let chosen = self.apply(saved);
+        let problems = validate_research(&chosen);
+        if !problems.is_empty() {
+            return Err(RunError::Invalid(problems.join("; ")));
+        }
+        Ok(chosen.to_settings())
+    }
+}
+
+/// The deepest tree and the widest branching a run may ask for (each level multiplies the
+/// model calls by the breadth).
+pub const MAX_DEPTH: u32 = 6;
+pub const MAX_BREADTH: u32 = 6;
+/// The most clarifying questions before research.
+pub const MAX_CLARIFY_TURNS: u32 = 5;
+
+/// What is wrong with a set of research defaults, one sentence per problem (empty when they
+/// are usable). The settings screen and every run check with this one function.
+pub fn validate_research(r: &ResearchDefaults) -> Vec<String> {
+    let mut problems = Vec::new();
+    if r.depth > MAX_DEPTH {
+        problems.push(format!("depth must be 0 to {MAX_DEPTH}, not {}", r.depth));
+    }
+    if !(1..=MAX_BREADTH).contains(&r.breadth) {
+        problems.push(format!(
+            "breadth must be 1 to {MAX_BREADTH}, not {}",
+            r.breadth
+        ));
+    }
+    if !(0.0..=1.0).contains(&r.c0) {
+        problems.push(format!("C0 must be between 0 and 1, not {}", r.c0));
+    }
+    if !(r.tol > 0.0 && r.tol.is_finite()) {
+        problems.push(format!("Tol must be above 0, not {}", r.tol));
+    }
+    for (name, v) in [("λ_exp", r.lambda_explore), ("λ_info", r.lambda_info)] {
+        if !(v >= 0.0 && v.is_finite()) {
+            problems.push(format!("{name} must be 0 or more, not {v}"));
+        }
+    }
+    if r.clarify_turns > MAX_CLARIFY_TURNS {
+        problems.push(format!(
+            "at most {MAX_CLARIFY_TURNS} clarifying questions, not {}",
+            r.clarify_turns
+        ));
+    }
+    problems
+}
+
+/// What a face asks for when it starts a session.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NewSession {
+    pub question: String,
+    /// What the user wants the report to know about them.
+    pub persona: String,
+    pub sources: SourceChoice,
+    pub overrides: RunOverrides,
+}
+
+/// The configuration a new session is stored with: the saved settings plus the request's
+/// overrides, validated, and the model that will run it (`model`, from the runtime).
+pub fn new_session_config(
+    settings: &Settings,
+    request: &NewSession,
+    model: &str,
+) -> Result<SessionConfig, RunError> {
+    let question = request.question.trim();
+    if question.is_empty() {
+        return Err(RunError::Invalid("write a question to research".into()));
+    }
+    if !request.sources.history && !request.sources.docs && !web_on(settings) {
+        return Err(RunError::Invalid(
+            "choose at least one source: your history or your documents".into(),
+        ));
+    }
+    Ok(SessionConfig {
+        brief: Brief {
+            query: question.to_string(),
+            persona_text: request.persona.trim().to_string(),
+            profile: String::new(),
+            checklist: None,
+        },
+        settings: request.overrides.resolve(&settings.research)?,
+        model: model.to_string(),
+        sources: request.sources.clone(),
+    })
+}
+
+/// Whether the user switched web search on.
+pub fn web_on(settings: &Settings) -> bool {
+    crate::sources::web::web_source_from_settings(settings).is_some()
+}
+
+/// The models a run uses.
+pub struct Runtime {
+    pub llm: Box<dyn Llm>,
+    pub embedder: Arc<FastEmbedder>,
+    /// The embedding model's name (sources find their stored vectors by it).
+    pub embed_model: String,
+}
+
+impl Runtime {
+    /// Opens the chat model (`model`, else the configured one) and the embedder (`embedder`
+    /// when the caller already holds it loaded).
+    pub fn open(
+        paths: &Paths,
+        settings: &Settings,
+        model: Option<&str>,
+        embedder: Option<Arc<FastEmbedder>>,
+    ) -> Result<Self, RunError> {
+        let store = ModelStore::open(paths)?;
+        let embedder = match embedder {
+            Some(e) => e,
+            None => Arc::new(open_embedder(&store, settings)?),
+        };
+        let llm = crate::llm::open_chat(&store, settings, model)?;
+        Ok(Self {
+            llm,
+            embedder,
+            embed_model: settings.embed_model.clone(),
+        })
+    }
+
+    /// Opens the runtime a stored session was started with: its model (unless `model` picks
+    /// another), or the OpenAI-compatible server when that is what ran it.
+    pub fn for_session(
+        paths: &Paths,
+        settings: &Settings,
+        config: &SessionConfig,
+        model: Option<&str>,
+        embedder: Option<Arc<FastEmbedder>>,
+    ) -> Result<Self, RunError> {
+        let served_by_server = settings
+            .openai
+            .as_ref()
+            .is_some_and(|s| s.model == config.model);
+        let model = match model {
+            Some(m) => Some(m),
+            None if served_by_server || config.model.is_empty() => None,
+            None => Some(config.model.as_str()),
+        };
+        Self::open(paths, settings, model, embedder)
+    }
+
+    pub fn model_name(&self) -> &str {
+        self.llm.model_name()
+    }
+
+    pub fn models(&self) -> RunModels<'_> {
+        RunModels {
+            llm: self.llm.as_ref(),
+            embedder: self.embedder.as_ref(),
+            embed_model: &self.embed_model,
+        }
+    }
+}
+
+/// The configured embedding model, loaded.
+pub fn open_embedder(store: &ModelStore, settings: &Settings) -> Result<FastEmbedder, RunError> {
+    let name = &settings.embed_model;
+    FastEmbedder::from_store(store, name, settings.llama.effective_threads()).map_err(|source| {
+        RunError::Embedder {
+            name: name.clone(),
+            source,
+        }
+    })
+}
+
+/// A session's sources: the searched ones, and — apart, because a new run first builds the
+/// profile from it — the history when it has sessions.
+pub struct OpenedSources {
+    pub sources: Sources,
+    pub history: Option<History>,
+}
+
+/// Opens the sources `choice` names that have something in them, and the web when the user
+/// switched it on.
+pub fn open_sources(
+    paths: &Paths,
+    settings: &Settings,
+    choice: &SourceChoice,
+) -> Result<OpenedSources, RunError> {
+    let mut sources = Sources::new();
+    if choice.docs && paths.docs_dir().exists() {
+        let mut docs = DocsSource::open(&paths.docs_dir())?;
+        docs.library_mut().release_writer()?;
+        if docs.library().stats()?.store.documents > 0 {
+            sources.push(Box::new(docs));
+        }
+    }
+    let mut history = None;
+    if choice.history && paths.history_dir().exists() {
+        let h = History::open(&paths.history_dir())?;
+        if h.stats()?.store.sessions > 0 {
+            history = Some(h);
+        }
+    }
+    if let Some(web) = crate::sources::web::web_source_from_settings(settings) {
+        tracing::info!("web search is on: {}", crate::sources::web::WEB_DISCLOSURE);
+        sources.push(Box::new(web));
+    }
+    Ok(OpenedSources { sources, history })
+}
+
+/// Where a run is, for a face to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunPhase {
+    /// Building the query-aware profile from history (a new session only).
+    BuildingProfile,
+    /// The loop runs.
+    Researching,
+}
+
+impl RunPhase {
+    pub fn describe(self) -> &'static str {
+        match self {
+            RunPhase::BuildingProfile => "building your profile for this question from history",
+            RunPhase::Researching => "researching",
+        }
+    }
+}
+
+/// Builds the query-aware profile from `history` into `brief` (once: a brief that has one
+/// keeps it). Returns the profile run when it built one (its cost is the caller's to count).
+pub fn profile_brief(
+    models: RunModels,
+    history: &mut History,
+    brief: &mut Brief,
+) -> Result<Option<crate::profile::ProfileRun>, RunError> {
+    if !brief.profile.is_empty() {
+        return Ok(None);
+    }
+    let run = crate::profile::query_profile(
+        models.llm,
+        history,
+        Some((models.embedder, models.embed_model)),
+        &brief.query,
+        &ProfileOptions::default(),
+    )?;
+    brief.profile = run.profile.to_prompt_text();
+    Ok(Some(run))
+}
+
+/// One stored session driven to its report by this process.
+pub struct SessionRun<'a> {
+    pub paths: &'a Paths,
+    pub id: SessionId,
+    pub runtime: &'a Runtime,
+    pub sources: OpenedSources,
+    /// Set by another thread to stop at the next step boundary (resumable).
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+impl SessionRun<'_> {
+    /// Runs or resumes the session: builds the profile for a new one (stored with it, so a
+    /// resumed run does not rebuild it), takes the lock, runs the loop, and writes its files.
+    /// On an error the session is marked interrupted, ready to resume.
+    pub fn execute(
+        self,
+        interaction: &mut dyn Interaction,
+        events: &mut dyn EventSink,
+        phase: &mut dyn FnMut(RunPhase),
+    ) -> Result<Outcome, RunError> {
+        let id = self.id;
+        let store = SessionStore::open(&self.paths.sessions_db())?;
+        let log = SessionLog::new(store, id);
+        let mut config = log.config()?;
+        let store = log.store;
+        let committed = store.events(id)?;
+        let OpenedSources {
+            mut sources,
+            history,
+        } = self.sources;
+        if let Some(mut history) = history {
+            if committed.is_empty() && config.brief.profile.is_empty() {
+                phase(RunPhase::BuildingProfile);
+                profile_brief(self.runtime.models(), &mut history, &mut config.brief)?;
+                store.set_config(id, &serde_json::to_value(&config).unwrap_or_default())?;
+            }
+            history.release_writer()?;
+            sources.push(Box::new(HistorySourceAdapter::new(history)));
+        }
+        if sources.is_empty() {
+            return Err(ResearchError::NoSources.into());
+        }
+        // One process drives a session at a time; the lock goes when this process does.
+        let _lock = RunLock::acquire(&store, id)?;
+        store.set_status(id, SessionStatus::Running)?;
+        phase(RunPhase::Researching);
+        let mut journal = Stoppable {
+            log: SessionLog::new(store, id),
+            stop: self.stop,
+        };
+        let result = Researcher {
+            llm: self.runtime.llm.as_ref(),
+            embedder: self.runtime.embedder.as_ref(),
+            sources: &mut sources,
+            interaction,
+            events,
+            journal: &mut journal,
+            settings: config.settings,
+            embed_model: self.runtime.embed_model.clone(),
+        }
+        .resume(&config.brief, &committed);
+        let store = &journal.log.store;
+        let outcome = match result {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                // The log keeps every finished step: the session resumes from there.
+                let _ = store.set_status(id, SessionStatus::Interrupted);
+                return Err(e.into());
+            }
+        };
+        let _ = store.set_title(id, &outcome.report.title);
+        write_session_files(self.paths, id, &config.brief.query, &outcome)?;
+        Ok(outcome)
+    }
+}
+
+/// The folder a session's files live in.
+pub fn session_dir(paths: &Paths, id: SessionId) -> PathBuf {
+    paths.sessions_dir().join(id.to_string())
+}
+
+/// `report.md`, `report.html` and `todo.md` next to the session.
+fn write_session_files(
+    paths: &Paths,
+    id: SessionId,
+    query: &str,
+    outcome: &Outcome,
+) -> Result<(), RunError> {
+    let dir = session_dir(paths, id);
+    std::fs::create_dir_all(&dir).map_err(|e| RunError::io(&dir, e))?;
+    for (name, text) in [
+        ("report.md", outcome.report.markdown.clone()),
+        ("report.html", outcome.report.to_html()),
+        ("todo.md", outcome.todo.render_markdown(query)),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| RunError::io(&path, e))?;
+    }
+    Ok(())
+}
+
+/// The models one run calls, borrowed (the evaluation meters its chat model by wrapping it).
+#[derive(Clone, Copy)]
+pub struct RunModels<'a> {
+    pub llm: &'a dyn Llm,
+    pub embedder: &'a dyn Embedder,
+    pub embed_model: &'a str,
+}
+
+/// A run without a stored session (the evaluation): the same loop and settings, its events
+/// kept in memory.
+pub fn run_in_memory(
+    models: RunModels,
+    sources: &mut Sources,
+    brief: &Brief,
+    settings: ResearchSettings,
+    interaction: &mut dyn Interaction,
+    events: &mut dyn EventSink,
+) -> Result<Outcome, RunError> {
+    Ok(Researcher {
+        llm: models.llm,
+        embedder: models.embedder,
+        sources,
+        interaction,
+        events,
+        journal: &mut MemoryJournal::new(),
+        settings,
+        embed_model: models.embed_model.to_string(),
+    }
+    .run(brief)?)
+}
+
+/// The session log, refusing to go on once the user pressed stop: the check sits where the
+/// loop looks for steering, at every step boundary, so the last step stays committed.
+struct Stoppable {
+    log: SessionLog,
+    stop: Option<Arc<AtomicBool>>,
+}
+
+impl Journal for Stoppable {
+    fn commit(&mut self, events: &[Envelope], applied: &[i64]) -> Result<(), ResearchError> {
+        self.log.commit(events, applied)
+    }
+
+    fn pending_steering(&mut self) -> Result<Vec<Message>, ResearchError> {
+        if self.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) {
+            return Err(ResearchError::Stopped);
+        }
+        self.log.pending_steering()
+    }
+
+    fn finish(&mut self, events: &[Envelope], applied: &[i64]) -> Result<bool, ResearchError> {
+        self.log.finish(events, applied)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_replace_only_what_they_name_and_are_validated() {
+        let saved = ResearchDefaults {
+            breadth: 2,
+            c0: 0.4,
+            ..ResearchDefaults::default()
+        };
+        let o = RunOverrides {
+            depth: Some(1),
+            ..RunOverrides::default()
+        };
+        let s = o.resolve(&saved).unwrap();
+        assert_eq!((s.depth, s.breadth), (1, 2));
+        assert_eq!(s.pause.base_cost, 0.4);
+        let bad = RunOverrides {
+            depth: Some(9),
+            c0: Some(1.5),
+            ..RunOverrides::default()
+        };
+        let err = bad.resolve(&saved).unwrap_err().to_string();
+        assert!(err.contains("depth must be 0 to 6, not 9"), "{err}");
+        assert!(err.contains("C0 must be between 0 and 1"), "{err}");
+    }
+
+    #[test]
+    fn saved_defaults_are_the_loops_defaults() {
+        // One place for defaults: what settings.toml starts with is what the loop defines.
+        let from_saved = RunOverrides::default()
+            .resolve(&ResearchDefaults::default())
+            .unwrap();
+        assert_eq!(from_saved, ResearchSettings::default());
+    }
+
+    #[test]
+    fn a_new_session_needs_a_question_and_a_source() {
+        let settings = Settings::default();
+        let mut request = NewSession {
+            question: "  ".into(),
+            ..NewSession::default()
+        };
+        assert!(new_session_config(&settings, &request, "m").is_err());
+        request.question = " How is tea stored? ".into();
+        request.sources = SourceChoice {
+            history: false,
+            docs: false,
+            docs_dir: None,
+        };
+        let err = new_session_config(&settings, &request, "m").unwrap_err();
+        assert!(err.to_string().contains("at least one source"), "{err}");
+        request.sources.docs = true;
+        let config = new_session_config(&settings, &request, "m").unwrap();
+        assert_eq!(config.brief.query, "How is tea stored?");
+        assert_eq!(config.model, "m");
+    }
+}
