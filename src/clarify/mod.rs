@@ -1,4 +1,4 @@
-//! Clarification before research (IntentRL §3.1, §3.4; DESIGN.md step 1): a few questions, one
+//! Clarification before research (IntentRL §3.1, §3.4; docs/architecture.md, "clarify"): a few questions, one
 //! per turn with options and free text, then a summary of the dialogue into a refined brief
 //! and the initial checklist.
 
@@ -58,7 +58,7 @@ const PERSONA_PROMPT_CHARS: usize = 300;
 const ANSWER_PROMPT_CHARS: usize = 300;
 const QUERY_PROMPT_CHARS: usize = 1_500;
 
-/// The clarification's knobs (DESIGN.md step 1, IntentRL Appendix A.1).
+/// The clarification's knobs (IntentRL Appendix A.1).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ClarifySettings {
@@ -281,7 +281,7 @@ fn tidy(draft: QuestionDraft, turn: usize) -> Option<ClarifyQuestion> {
     })
 }
 
-/// What any research request can be clarified on (DESIGN.md: goal, scope, depth, constraints,
+/// What any research request can be clarified on (goal, scope, depth, constraints,
 /// use; BESPOKE's domain fit and depth): a generic question close to one of these is on-topic
 /// even when it names nothing of the query ("Who is the report for?" has cosine 0.02 to a
 /// database question under all-MiniLM-L6-v2, 1.0 here).

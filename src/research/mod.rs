@@ -1,4 +1,4 @@
-//! The steerable research loop (STEER §2, EDR §2.2–3.5, DESIGN.md steps 1–10).
+//! The steerable research loop (STEER §2, EDR §2.2–3.5; docs/architecture.md).
 //!
 //! A run is a sequence of steps, each committed to a [`Journal`] as one batch of events, and
 //! its state ([`state::ResearchState`]) is a fold over those events — so a killed run resumes
@@ -107,7 +107,7 @@ pub(crate) fn llm_call<T: serde::de::DeserializeOwned>(
     Ok((value, completion))
 }
 
-/// The loop's knobs (DESIGN.md defaults).
+/// The loop's knobs (the defaults of docs/architecture.md; the one place they are set).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ResearchSettings {

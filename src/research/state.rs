@@ -1,4 +1,5 @@
-//! A run's state as a fold over its events (DESIGN.md "Data"). The loop changes its state
+//! A run's state as a fold over its events (docs/architecture.md, "The research loop as
+//! steps"). The loop changes its state
 //! only by emitting events, and resuming folds the stored log through the same
 //! [`ResearchState::apply`], so a resumed run continues from exactly where the last committed
 //! step left it.

@@ -1,4 +1,4 @@
-//! The research plan as a todo list (EDR §2.2, DESIGN.md step 8). Every node the loop will
+//! The research plan as a todo list (EDR §2.2; docs/architecture.md, "Todo plan"). Every node the loop will
 //! research is a task; steering adds tasks, reflection adds knowledge-gap tasks and cancels
 //! obsolete ones. The plan only changes through events, so it is part of the session's fold,
 //! and every change bumps `version` (the window redraws on a new version).
