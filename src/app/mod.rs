@@ -65,15 +65,6 @@ pub enum AppError {
     Invalid(String),
 }
 
-impl AppError {
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        AppError::Io {
-            path: path.into(),
-            source,
-        }
-    }
-}
-
 pub type AppResult<T> = Result<T, AppError>;
 
 /// Where the API reports progress and research events; the desktop shell emits each as a
