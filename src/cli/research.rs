@@ -210,6 +210,7 @@ pub fn drive(
     let committed = SessionStore::open(&ctx.paths.sessions_db())?.events(id)?;
     let todo_path = session_dir(&ctx.paths, id).join("todo.md");
     let mut live = Live::new(ctx.json, todo_path.clone(), &committed);
+    let bar = live.bar.clone();
     let mut sink = |e: &Envelope| {
         if let Some(w) = event_log.as_mut() {
             if let Ok(line) = serde_json::to_string(e) {
@@ -219,7 +220,6 @@ pub fn drive(
         }
         live.show(e);
     };
-    let bar = live.bar.clone();
     let outcome = SessionRun {
         paths: &ctx.paths,
         id,
