@@ -95,8 +95,6 @@ pub enum EvalCommand {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
-    /// Run systems on cases with the same engine and model, judge every report, and write
-    /// records.json, table.md (STEER Table 1 shaped) and c0.svg to DIR.
     /// Merge the records of several `eval run` folders (e.g. one sweep split across
     /// processes) into one table.md, c0.svg and records.json in DIR.
     Table {
@@ -106,6 +104,8 @@ pub enum EvalCommand {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Run systems on cases with the same engine and model, judge every report, and write
+    /// records.json, table.md (STEER Table 1 shaped) and c0.svg to DIR.
     Run {
         /// Cases from `rudder eval build-cases`.
         cases: PathBuf,
