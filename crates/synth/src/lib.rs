@@ -27,6 +27,10 @@
 //! Determinism: one `ChaCha8Rng` seeded from [`SynthConfig::seed`] drives everything and no
 //! output depends on hash-map order, so the same config gives byte-identical files.
 //!
+//! Vocabulary: the names, cities, interests, templates and everyday "noise" the users are made
+//! of are data, the JSON files in `crates/synth/data/` (described in `src/vocab.rs`), embedded
+//! at build time and parsed once.
+//!
 //! Memory: sessions are produced as short "episodes" (a search, the pages it led to, a chat)
 //! walking backward in time from the end of the window, so the Takeout file comes out newest
 //! first without buffering. Only one episode (at most 8 sessions) and the URLs visited on the
