@@ -14,7 +14,7 @@
 #   scripts/eval.sh [OUT]
 #   env: CASES=10 PARTS=2 THREADS=1 MODEL=qwen2.5-coder-1.5b-instruct DEPTH=1 BREADTH=2
 #        CLARIFY=0 SEED=0 SYSTEMS=query-only,initial-persona,full-persona,rudder
-#        C0=0.1,0.4,0.7,1.0 RUDDER=target/release/rudder (built if missing)
+#        C0=0.1,0.4,0.7,1.0 RUDDER=target/release/rudder (built with rudder-eval if missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-eval-out}"
@@ -27,8 +27,9 @@ rudder="${RUDDER:-target/release/rudder}"
 # The date the prompts see, so a rerun on another day asks the same questions.
 export RUDDER_DATE="${RUDDER_DATE:-2026-11-22}"
 
-if [[ ! -x "$rudder" ]]; then
-  cargo build --release --bin rudder
+# `rudder eval` runs the rudder-eval binary beside it.
+if [[ ! -x "$rudder" || ! -x "$(dirname "$rudder")/rudder-eval" ]]; then
+  cargo build --release -p rudder -p rudder-eval
 fi
 "$rudder" models fetch
 "$rudder" corpus fetch wikipedia-vital-en

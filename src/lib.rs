@@ -8,15 +8,16 @@
 //! * [`llm`] — text generation: llama.cpp in process, or an OpenAI-compatible server.
 //! * [`embed`] — sentence embeddings through fastembed and ONNX Runtime.
 //! * [`config`] — where state lives and the user's settings.
-//! * [`bench`] — measurements that back the performance claims.
+//!
+//! Evaluation, benchmarks and the synthetic history generator are separate workspace crates
+//! (`crates/eval`, `crates/bench`, `crates/synth`) that the desktop app and the `rudder`
+//! binary do not link.
 
 pub mod app;
-pub mod bench;
 pub mod clarify;
 pub mod config;
 pub mod embed;
 pub mod error;
-pub mod eval;
 pub mod fsutil;
 pub mod history;
 pub mod llm;

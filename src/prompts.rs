@@ -1,5 +1,6 @@
-//! Prompt templates. Every prompt is a file in `prompts/`, embedded at build time and rendered
-//! with minijinja, so wording changes never touch code.
+//! Prompt templates. Every prompt is a file in `prompts/` (the evaluation's are in
+//! `crates/eval/prompts/`), embedded at build time and rendered with minijinja, so wording
+//! changes never touch code.
 
 use minijinja::Environment;
 use serde::Serialize;
@@ -66,57 +67,24 @@ const TEMPLATES: &[(&str, &str)] = &[
         "clarify_summary",
         include_str!("../prompts/clarify_summary.md"),
     ),
-    (
-        "eval_case_profile",
-        include_str!("../prompts/eval_case_profile.md"),
-    ),
-    (
-        "eval_case_personality",
-        include_str!("../prompts/eval_case_personality.md"),
-    ),
-    (
-        "eval_case_aspects",
-        include_str!("../prompts/eval_case_aspects.md"),
-    ),
-    (
-        "eval_case_history",
-        include_str!("../prompts/eval_case_history.md"),
-    ),
-    (
-        "eval_user_pause",
-        include_str!("../prompts/eval_user_pause.md"),
-    ),
-    (
-        "eval_user_clarify",
-        include_str!("../prompts/eval_user_clarify.md"),
-    ),
-    (
-        "eval_judge_alignment",
-        include_str!("../prompts/eval_judge_alignment.md"),
-    ),
-    (
-        "eval_judge_keypoints",
-        include_str!("../prompts/eval_judge_keypoints.md"),
-    ),
-    (
-        "eval_judge_keypoint_map",
-        include_str!("../prompts/eval_judge_keypoint_map.md"),
-    ),
-    (
-        "eval_judge_checklist",
-        include_str!("../prompts/eval_judge_checklist.md"),
-    ),
-    (
-        "eval_judge_bespoke",
-        include_str!("../prompts/eval_judge_bespoke.md"),
-    ),
 ];
 
 /// Renders prompt `name` with `context`.
 pub fn render<S: Serialize>(name: &str, context: S) -> Result<String> {
+    render_from(TEMPLATES, name, context)
+}
+
+/// Renders prompt `name` of `templates` ((name, source) pairs, named after their
+/// `prompts/<name>.md` files) with `context`, as [`render`] does: strict about undefined
+/// variables, trimmed. The evaluation crate keeps its own prompts this way.
+pub fn render_from<S: Serialize>(
+    templates: &[(&str, &str)],
+    name: &str,
+    context: S,
+) -> Result<String> {
     let mut env = Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    for (template_name, source) in TEMPLATES {
+    for (template_name, source) in templates {
         env.add_template(template_name, source)
             .map_err(|e| Error::Config(format!("prompts/{template_name}.md: {e}")))?;
     }
@@ -148,11 +116,6 @@ mod tests {
             if name.starts_with("profile_")
                 || name.starts_with("ask_")
                 || name.starts_with("clarify_")
-                // The eval_case_ templates are covered by `eval::cases::tests`.
-                || name.starts_with("eval_case_")
-                // The eval_user_ and eval_judge_ templates are covered by `tests/eval_judges.rs`.
-                || name.starts_with("eval_user_")
-                || name.starts_with("eval_judge_")
             {
                 continue;
             }

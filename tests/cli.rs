@@ -312,3 +312,28 @@ fn eval_table_merges_run_folders_and_compares_systems_on_the_same_cases() {
         "{error}"
     );
 }
+
+/// `rudder eval` and `rudder bench` run the second binaries beside `rudder` (the test above
+/// goes through that for `eval table`); without them, the error names the missing binary and
+/// how to build it, instead of a bare "not found".
+#[test]
+fn eval_and_bench_without_their_binaries_say_how_to_build_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let alone = dir.path().join("rudder");
+    std::fs::copy(env!("CARGO_BIN_EXE_rudder"), &alone).unwrap();
+    for (command, binary) in [("eval", "rudder-eval"), ("bench", "rudder-bench")] {
+        let out = Command::new(&alone)
+            .args([command, "--help"])
+            .env("RUDDER_DATA_DIR", dir.path().join("data"))
+            .env("PATH", dir.path().join("empty"))
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let error = stderr(&out);
+        assert!(
+            error.contains(&format!("`{binary}`"))
+                && error.contains(&format!("cargo build -p {binary}")),
+            "{error}"
+        );
+    }
+}

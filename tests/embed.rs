@@ -51,14 +51,3 @@ fn batching_does_not_change_vectors() {
     }
     assert!(e.embed(&[]).unwrap().is_empty());
 }
-
-#[test]
-fn embedding_benchmark_reports_real_throughput() {
-    let b = rudder::bench::bench_embed(embedder(), common::EMBED_MODEL, 32, 8).unwrap();
-    assert_eq!((b.texts, b.dimensions, b.batch_size), (32, 384, 8));
-    assert!(b.texts_per_s > 0.0 && b.texts_per_s.is_finite());
-    assert!(b.mean_words_per_text > 2.0);
-    let texts = rudder::bench::synthetic_texts(200);
-    let unique: std::collections::HashSet<_> = texts.iter().collect();
-    assert_eq!(unique.len(), 200, "synthetic texts must not repeat");
-}

@@ -7,10 +7,10 @@ mod common;
 use std::sync::Mutex;
 
 use rudder::embed::{Embedder, FastEmbedder};
-use rudder::history::synth::{write_export, SynthConfig};
 use rudder::history::{ForgetSelector, History, ImportOptions, NoProgress};
 use rudder::llm::{Completion, FinishReason, Llm, LlmError, Request, Timing, Usage};
 use rudder::profile::{ExpansionMode, ProfileOptions, Selection};
+use rudder_synth::{write_export, SynthConfig};
 
 fn history_of_a_synthetic_user(root: &std::path::Path, embedder: &FastEmbedder) -> History {
     let cfg = SynthConfig {

@@ -1,25 +1,36 @@
 //! Command-line parsing and dispatch. Each subcommand lives in its own file and is a thin layer
 //! over the library.
+//!
+//! `rudder eval …` and `rudder bench …` are the second binaries `rudder-eval` and
+//! `rudder-bench` (crates `crates/eval` and `crates/bench`), so that neither the desktop app nor
+//! this binary links evaluation or benchmark code: [`dispatch`] runs the one found next to this
+//! executable (or on `PATH`) with the whole command line, as git and cargo run theirs.
 
 mod ask;
-mod bench;
 mod corpus;
 mod docs;
 mod embed;
-mod eval;
 mod history;
 mod live;
 mod models;
 mod profile;
-mod progress;
 mod research;
 mod sessions;
 
+/// The command-line pieces `rudder`, `rudder-eval` and `rudder-bench` share (the crate
+/// `rudder-cli-support`): included by path, because this package (the `rudder` library's)
+/// cannot depend on a crate that depends on the library.
+#[path = "../../crates/cli/src/lib.rs"]
+mod support;
+
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use rudder::config::{Paths, Settings};
+
+pub use support::{one_line, Ctx};
+use support::{progress, GlobalArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -28,22 +39,8 @@ use rudder::config::{Paths, Settings};
     about = "Private, steerable deep research on your own machine"
 )]
 pub struct Cli {
-    /// Where Rudder keeps its state (default: $XDG_DATA_HOME/rudder).
-    #[arg(long, global = true, env = "RUDDER_DATA_DIR", value_name = "DIR")]
-    data_dir: Option<PathBuf>,
-    /// Model to use, by manifest name (see `rudder models list`).
-    #[arg(long, global = true, value_name = "NAME")]
-    model: Option<String>,
-    /// CPU threads for generation, instead of `llama.threads` in settings.toml (e.g. 1 each
-    /// for two evaluation processes side by side).
-    #[arg(long, global = true, env = "RUDDER_THREADS", value_name = "N")]
-    threads: Option<usize>,
-    /// Print machine-readable JSON.
-    #[arg(long, global = true)]
-    json: bool,
-    /// More log output (repeat for more).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    verbose: u8,
+    #[command(flatten)]
+    global: GlobalArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -80,24 +77,29 @@ enum Command {
     /// List, fetch, verify and register models.
     #[command(subcommand)]
     Models(models::ModelsCommand),
-    /// Measure performance.
-    #[command(subcommand)]
-    Bench(bench::BenchCommand),
-    /// Evaluate retrieval and (later) reports.
-    #[command(subcommand)]
-    Eval(eval::EvalCommand),
+    /// Measure performance (runs the `rudder-bench` binary; `rudder bench --help` lists its
+    /// commands).
+    #[command(disable_help_flag = true)]
+    Bench(External),
+    /// Evaluate retrieval and reports (runs the `rudder-eval` binary; `rudder eval --help`
+    /// lists its commands).
+    #[command(disable_help_flag = true)]
+    Eval(External),
     /// Show the configured models and whether they are installed.
     Status,
 }
 
-/// `s` on one line, cut to at most `max` characters with an ellipsis.
-pub fn one_line(s: &str, max: usize) -> String {
-    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        flat.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
-    }
+/// A subcommand that another binary implements: everything after it, verbatim (the other
+/// binary parses the whole command line again, global flags included).
+#[derive(Debug, clap::Args)]
+pub struct External {
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        num_args = 0..,
+        value_name = "ARGS"
+    )]
+    args: Vec<OsString>,
 }
 
 /// Exit status of `import` and `docs add` when some inputs failed and others went in, so that
@@ -114,65 +116,68 @@ pub fn exit_for(ok_any: bool, failed: u64) -> ExitCode {
     }
 }
 
-/// Shared context handed to every subcommand.
-pub struct Ctx {
-    pub paths: Paths,
-    pub settings: Settings,
-    pub model: Option<String>,
-    pub json: bool,
-}
-
 pub fn main() -> ExitCode {
-    restore_default_sigpipe();
-    rudder::embed::disable_onnx_telemetry_env();
+    support::start();
     let cli = Cli::parse();
-    init_logging(cli.verbose);
-    match run(cli) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
+    // The second binaries set up logging and the data directory themselves.
+    match cli.command {
+        Command::Eval(_) => return support::finish(dispatch("rudder-eval")),
+        Command::Bench(_) => return support::finish(dispatch("rudder-bench")),
+        _ => {}
     }
+    support::init_logging(cli.global.verbose);
+    support::finish(run(cli))
 }
 
-/// Rust ignores SIGPIPE, so `rudder history search … | head` would panic on the closed pipe.
-/// Command-line tools conventionally just stop: restore the default action.
-fn restore_default_sigpipe() {
-    #[cfg(unix)]
-    // SAFETY: called first thing in main, before any other thread exists.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
-
-fn init_logging(verbose: u8) {
-    let default = match verbose {
-        0 => "warn,llama_cpp_2=error,llama-cpp-2=error",
-        1 => "info,llama_cpp_2=warn",
-        _ => "debug",
+/// Runs the second binary `name` with this process's arguments (so `rudder --data-dir X eval
+/// run …` becomes `rudder-eval --data-dir X eval run …`) and exits with its status.
+fn dispatch(name: &str) -> anyhow::Result<ExitCode> {
+    let Some(program) = find_sibling(name) else {
+        anyhow::bail!(
+            "`rudder {}` is the separate binary `{name}`, which is neither next to this \
+             executable nor on PATH; build it with `cargo build -p {name}` (or `cargo build \
+             --workspace`) and keep it beside `rudder`",
+            name.trim_start_matches("rudder-")
+        );
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("RUDDER_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    let mut command = std::process::Command::new(&program);
+    command.args(std::env::args_os().skip(1));
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // Only returns on failure; otherwise the other binary's exit status is this one's.
+        let e = command.exec();
+        Err(anyhow::Error::new(e).context(format!("running {}", program.display())))
+    }
+    #[cfg(not(unix))]
+    {
+        use anyhow::Context;
+        let status = command
+            .status()
+            .with_context(|| format!("running {}", program.display()))?;
+        Ok(match status.code() {
+            Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            None => ExitCode::FAILURE,
+        })
+    }
+}
+
+/// `name` next to the running executable (how `cargo build` and installs lay them out), else
+/// on `PATH`.
+fn find_sibling(name: &str) -> Option<PathBuf> {
+    let file = format!("{name}{}", std::env::consts::EXE_SUFFIX);
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join(&file)));
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+        .map(|dir| dir.join(&file));
+    beside.into_iter().chain(on_path).find(|p| p.is_file())
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let paths = Paths::resolve(cli.data_dir.as_deref())?;
-    let mut settings = Settings::load(&paths)?;
-    if let Some(threads) = cli.threads {
-        anyhow::ensure!(threads > 0, "--threads must be at least 1");
-        settings.llama.threads = Some(threads);
-    }
-    let ctx = Ctx {
-        paths,
-        settings,
-        model: cli.model,
-        json: cli.json,
-    };
+    let ctx = cli.global.ctx()?;
     match cli.command {
         Command::Ask(args) => ask::run(&ctx, args),
         Command::Embed(args) => embed::run(&ctx, args),
@@ -185,8 +190,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sessions(cmd) => sessions::run(&ctx, cmd),
         Command::Steer(args) => sessions::steer(&ctx, args),
         Command::Models(cmd) => models::run(&ctx, cmd),
-        Command::Bench(cmd) => bench::run(&ctx, cmd),
-        Command::Eval(cmd) => eval::run(&ctx, cmd),
+        Command::Eval(_) => dispatch("rudder-eval"),
+        Command::Bench(_) => dispatch("rudder-bench"),
         Command::Status => {
             let status = rudder::status::engine_status(&ctx.paths)?;
             if ctx.json {
@@ -220,6 +225,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rudder::config::Settings;
 
     /// clap's own consistency checks over every subcommand (no global flag clashes with a
     /// subcommand's, defaults parse, …).
@@ -278,9 +284,15 @@ mod tests {
         assert!(err.to_string().contains("depth must be 0 to 6"), "{err}");
     }
 
+    /// `--threads` after a subcommand's own arguments is the global flag. `eval` is another
+    /// binary's (its test of the same line is in `crates/eval`): `rudder` hands it everything
+    /// after `eval` verbatim, and reads the global flags given before it.
     #[test]
     fn threads_is_a_global_flag() {
-        let cli = Cli::try_parse_from([
+        let cli =
+            Cli::try_parse_from(["rudder", "history", "search", "tea", "--threads", "3"]).unwrap();
+        assert_eq!(cli.global.threads, Some(3));
+        let line = [
             "rudder",
             "eval",
             "table",
@@ -289,8 +301,17 @@ mod tests {
             "b",
             "--threads",
             "3",
-        ])
-        .unwrap();
-        assert_eq!(cli.threads, Some(3));
+        ];
+        let cli = Cli::try_parse_from(line).unwrap();
+        let Command::Eval(External { args }) = cli.command else {
+            panic!("expected the eval command");
+        };
+        assert_eq!(
+            args,
+            line[2..].iter().map(OsString::from).collect::<Vec<_>>()
+        );
+        let cli = Cli::try_parse_from(["rudder", "--threads", "3", "eval", "--help"]).unwrap();
+        assert_eq!(cli.global.threads, Some(3));
+        assert!(matches!(cli.command, Command::Eval(External { args }) if args == ["--help"]));
     }
 }

@@ -8,7 +8,6 @@ pub mod import;
 pub mod search;
 pub mod session;
 pub mod store;
-pub mod synth;
 pub mod text_index;
 pub mod vectors;
 
@@ -242,7 +241,9 @@ impl History {
         &mut self.store
     }
 
-    pub(crate) fn store_mut(&mut self) -> &mut Store {
+    /// Write access to the store; the loaded vector index is dropped, as the writes may make
+    /// it stale (the history benchmark in `crates/bench` copies vectors in bulk with it).
+    pub fn store_mut(&mut self) -> &mut Store {
         self.vectors = None;
         &mut self.store
     }

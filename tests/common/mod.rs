@@ -11,11 +11,22 @@ use rudder::models::ModelStore;
 pub const CHAT_MODEL: &str = "smollm2-135m-instruct";
 pub const EMBED_MODEL: &str = "all-minilm-l6-v2";
 
+/// The repository's root: the test's package directory, or the workspace root above it for
+/// the tests of `crates/*`, which include this file too.
+pub fn repo_root() -> PathBuf {
+    let package = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    package
+        .ancestors()
+        .find(|dir| dir.join("Cargo.lock").is_file())
+        .unwrap_or(&package)
+        .to_path_buf()
+}
+
 /// The shared directory holding the test models.
 pub fn models_dir() -> PathBuf {
     std::env::var_os("RUDDER_TEST_MODELS_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".models"))
+        .unwrap_or_else(|| repo_root().join(".models"))
 }
 
 /// The model store over the shared test models, failing loudly if they were not fetched.

@@ -1,4 +1,5 @@
-//! Measurements behind the performance claims (`rudder bench ...`).
+//! Measurements behind the performance claims (`rudder bench ...`; the crate `rudder-bench`,
+//! whose binary `rudder-bench` is what `rudder bench` runs).
 //!
 //! Decoding one token streams every weight through the CPU once, so generation speed is bounded
 //! by memory bandwidth: `model bytes × tokens/s` next to the machine's measured read bandwidth
@@ -10,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::llm::llama::LlamaLlm;
-use crate::llm::{GenerationOptions, Llm, Message, OutputFormat, Request};
+use rudder::llm::llama::LlamaLlm;
+use rudder::llm::{GenerationOptions, Llm, Message, OutputFormat, Request};
 
 /// Results of `rudder bench llm`.
 #[derive(Debug, Clone, Serialize)]
@@ -90,7 +91,7 @@ fn first_token_only(messages: Vec<Message>) -> Request {
 
 /// Runs the LLM benchmark: `repetitions` rounds of prompt processing, free generation and
 /// grammar-constrained generation, reporting medians.
-pub fn bench_llm(llm: &LlamaLlm, gen_tokens: u32, repetitions: usize) -> crate::Result<LlmBench> {
+pub fn bench_llm(llm: &LlamaLlm, gen_tokens: u32, repetitions: usize) -> rudder::Result<LlmBench> {
     let info = llm.info().clone();
     let reps = repetitions.max(1);
     let (mut prompt_rates, mut gen_rates, mut grammar_rates, mut ttfts) =
@@ -137,7 +138,7 @@ pub fn bench_llm(llm: &LlamaLlm, gen_tokens: u32, repetitions: usize) -> crate::
                 seed: rep as u32,
                 ..Default::default()
             },
-            format: OutputFormat::JsonSchema(crate::llm::schema_of::<BenchNotes>()),
+            format: OutputFormat::JsonSchema(rudder::llm::schema_of::<BenchNotes>()),
         };
         let c = llm.complete_text(&request)?;
         grammar_rates.push(per_second(
@@ -286,11 +287,11 @@ pub fn synthetic_texts(n: usize) -> Vec<String> {
 
 /// Embeds `n` synthetic texts in batches of `batch_size` and reports throughput.
 pub fn bench_embed(
-    embedder: &dyn crate::embed::Embedder,
+    embedder: &dyn rudder::embed::Embedder,
     model: &str,
     n: usize,
     batch_size: usize,
-) -> crate::Result<EmbedBench> {
+) -> rudder::Result<EmbedBench> {
     let texts = synthetic_texts(n);
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     // Warm-up: the first run pays for graph optimisation.

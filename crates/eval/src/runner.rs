@@ -22,17 +22,17 @@ use super::persona::{Aspect, PersonaCase};
 use super::summary::{RunRecord, StageCost, StageCosts};
 use super::user::SimulatedUser;
 use super::EvalError;
-use crate::config::ResearchDefaults;
-use crate::embed::Embedder;
-use crate::history::{History, ImportOptions, NoProgress};
-use crate::llm::replay::Metered;
-use crate::llm::Llm;
-use crate::research::events::Collect;
-use crate::research::{Brief, Interaction, NeverAsk, ResearchSettings, ResearchState};
-use crate::session::runner::{profile_brief, run_in_memory, RunModels, RunOverrides};
-use crate::sources::docs::DocsSource;
-use crate::sources::history::HistorySourceAdapter;
-use crate::sources::Sources;
+use rudder::config::ResearchDefaults;
+use rudder::embed::Embedder;
+use rudder::history::{History, ImportOptions, NoProgress};
+use rudder::llm::replay::Metered;
+use rudder::llm::Llm;
+use rudder::research::events::Collect;
+use rudder::research::{Brief, Interaction, NeverAsk, ResearchSettings, ResearchState};
+use rudder::session::runner::{profile_brief, run_in_memory, RunModels, RunOverrides};
+use rudder::sources::docs::DocsSource;
+use rudder::sources::history::HistorySourceAdapter;
+use rudder::sources::Sources;
 
 /// A system under comparison.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -53,7 +53,7 @@ pub struct StageCost {
 }
 
 impl StageCost {
-    pub fn new(usage: crate::llm::Usage, seconds: f64) -> Self {
+    pub fn new(usage: rudder::llm::Usage, seconds: f64) -> Self {
         Self {
             calls: usage.calls,
             prompt_tokens: usage.prompt_tokens,

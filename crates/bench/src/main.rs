@@ -1,13 +1,47 @@
-//! `rudder bench`: performance figures.
+//! `rudder-bench`, the binary behind `rudder bench`: performance figures. `rudder` runs it
+//! with its own command line, so it takes `rudder`'s global flags and the `bench` subcommand
+//! (`rudder-bench bench …` works directly too).
 
 use std::process::ExitCode;
 
-use clap::Subcommand;
+use clap::{Parser, Subcommand};
 use rudder::embed::FastEmbedder;
 use rudder::llm::llama::LlamaLlm;
 use rudder::models::ModelStore;
+use rudder_cli::{Ctx, GlobalArgs};
 
-use super::Ctx;
+/// The `rudder` command line, as far as `bench` goes.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rudder",
+    bin_name = "rudder",
+    version,
+    about = "Private, steerable deep research on your own machine: the benchmark commands \
+             (`rudder bench`, the rudder-bench binary)"
+)]
+struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: Top,
+}
+
+#[derive(Debug, Subcommand)]
+enum Top {
+    /// Measure performance.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+fn main() -> ExitCode {
+    rudder_cli::start();
+    let cli = Cli::parse();
+    rudder_cli::init_logging(cli.global.verbose);
+    rudder_cli::finish(cli.global.ctx().and_then(|ctx| {
+        let Top::Bench(cmd) = cli.command;
+        run(&ctx, cmd)
+    }))
+}
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
@@ -75,7 +109,7 @@ pub fn run(ctx: &Ctx, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             let name = ctx.settings.embed_model.clone();
             let threads = ctx.settings.llama.effective_threads();
             let embedder = FastEmbedder::from_store(&store, &name, threads)?;
-            let cfg = rudder::bench::history::HistoryBenchConfig {
+            let cfg = rudder_bench::history::HistoryBenchConfig {
                 sessions,
                 seed,
                 queries,
@@ -83,8 +117,8 @@ pub fn run(ctx: &Ctx, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                 embed_all,
                 dir: keep,
             };
-            let progress = super::progress::CountProgress::default();
-            let b = rudder::bench::history::bench_history(&cfg, &embedder, &name, &progress)?;
+            let progress = rudder_cli::progress::CountProgress::default();
+            let b = rudder_bench::history::bench_history(&cfg, &embedder, &name, &progress)?;
             if ctx.json {
                 println!("{}", serde_json::to_string_pretty(&b)?);
                 return Ok(ExitCode::SUCCESS);
@@ -143,12 +177,12 @@ pub fn run(ctx: &Ctx, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             sessions,
             seed,
         } => {
-            let cfg = rudder::history::synth::SynthConfig {
+            let cfg = rudder_synth::SynthConfig {
                 seed,
                 sessions,
                 ..Default::default()
             };
-            let summary = rudder::history::synth::write_export(&cfg, &out)?;
+            let summary = rudder_synth::write_export(&cfg, &out)?;
             println!("{summary:#?}");
             Ok(ExitCode::SUCCESS)
         }
@@ -157,7 +191,7 @@ pub fn run(ctx: &Ctx, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             let name = ctx.model.as_deref().unwrap_or(&ctx.settings.embed_model);
             let threads = ctx.settings.llama.effective_threads();
             let embedder = FastEmbedder::from_store(&store, name, threads)?;
-            let b = rudder::bench::bench_embed(&embedder, name, texts, batch)?;
+            let b = rudder_bench::bench_embed(&embedder, name, texts, batch)?;
             if ctx.json {
                 println!("{}", serde_json::to_string_pretty(&b)?);
             } else {
@@ -182,7 +216,7 @@ pub fn run(ctx: &Ctx, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             eprintln!("loading {name} …");
             let llm = LlamaLlm::load(name, &path, &ctx.settings.llama)?;
             eprintln!("running {reps} repetitions …");
-            let b = rudder::bench::bench_llm(&llm, tokens, reps)?;
+            let b = rudder_bench::bench_llm(&llm, tokens, reps)?;
             if ctx.json {
                 println!("{}", serde_json::to_string_pretty(&b)?);
                 return Ok(ExitCode::SUCCESS);
@@ -229,5 +263,39 @@ pub fn run(ctx: &Ctx, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             println!("(medians of {} repetitions)", b.repetitions);
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// clap's own consistency checks over the command line.
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    /// The global flags are `rudder`'s, before or after the subcommand.
+    #[test]
+    fn takes_the_global_flags_of_rudder() {
+        let cli = Cli::try_parse_from([
+            "rudder",
+            "--data-dir",
+            "d",
+            "bench",
+            "generate-history",
+            "out",
+            "--threads",
+            "2",
+        ])
+        .unwrap();
+        assert_eq!(cli.global.threads, Some(2));
+        assert_eq!(cli.global.data_dir, Some("d".into()));
+        let Top::Bench(BenchCommand::GenerateHistory { out, sessions, .. }) = cli.command else {
+            panic!("expected generate-history");
+        };
+        assert_eq!((out, sessions), ("out".into(), 100_000));
     }
 }

@@ -8,10 +8,10 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde::Serialize;
 
-use crate::embed::Embedder;
-use crate::history::store::QuantizedVector;
-use crate::history::synth::{self, SynthConfig};
-use crate::history::{Filter, History, ImportOptions, Progress, SearchMode};
+use rudder::embed::Embedder;
+use rudder::history::store::QuantizedVector;
+use rudder::history::{Filter, History, ImportOptions, Progress, SearchMode};
+use rudder_synth::{self as synth, SynthConfig};
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -75,18 +75,18 @@ pub fn bench_history(
     embedder: &dyn Embedder,
     model: &str,
     progress: &dyn Progress,
-) -> crate::Result<HistoryBench> {
+) -> rudder::Result<HistoryBench> {
     let tmp;
     let root = match &cfg.dir {
         Some(d) => d.clone(),
         None => {
-            tmp = tempfile::tempdir().map_err(|e| crate::Error::io(Path::new("/tmp"), e))?;
+            tmp = tempfile::tempdir().map_err(|e| rudder::Error::io(Path::new("/tmp"), e))?;
             tmp.path().to_path_buf()
         }
     };
     let export_dir = root.join("export");
     let history_dir = root.join("history");
-    let err = |e: crate::history::HistoryError| crate::Error::Config(e.to_string());
+    let err = |e: rudder::history::HistoryError| rudder::Error::Config(e.to_string());
 
     progress.begin("generating", None);
     let t = Instant::now();
@@ -98,7 +98,7 @@ pub fn bench_history(
     let summary = synth::write_export(&synth_cfg, &export_dir)?;
     let generate_seconds = t.elapsed().as_secs_f64();
     progress.end();
-    let export_bytes = crate::fsutil::dir_size(&export_dir);
+    let export_bytes = rudder::fsutil::dir_size(&export_dir);
 
     let mut history = History::open(&history_dir).map_err(err)?;
     let t = Instant::now();
@@ -111,9 +111,9 @@ pub fn bench_history(
     if let Some(failed) = report
         .files
         .iter()
-        .find(|f| matches!(f.status, crate::history::FileStatus::Failed(_)))
+        .find(|f| matches!(f.status, rudder::history::FileStatus::Failed(_)))
     {
-        return Err(crate::Error::Config(format!(
+        return Err(rudder::Error::Config(format!(
             "the synthetic export did not import: {:?}",
             failed.status
         )));
@@ -147,7 +147,7 @@ pub fn bench_history(
     let count = history
         .store()
         .count()
-        .map_err(|e| crate::Error::Config(e.to_string()))?;
+        .map_err(|e| rudder::Error::Config(e.to_string()))?;
     let mut ids: Vec<i64> = (1..=count as i64).collect();
     ids.shuffle(&mut rng);
     for s in history
@@ -163,7 +163,7 @@ pub fn bench_history(
         titles.push(words[start..start + n].join(" "));
     }
     let filter = Filter::default();
-    let mut time_mode = |mode: SearchMode| -> crate::Result<Vec<f64>> {
+    let mut time_mode = |mode: SearchMode| -> rudder::Result<Vec<f64>> {
         let mut ms = Vec::with_capacity(titles.len());
         // One untimed warm-up query per mode.
         if let Some(q) = titles.first() {
@@ -233,8 +233,8 @@ fn copy_sample_vectors(
     history: &mut History,
     model: &str,
     progress: &dyn Progress,
-) -> crate::Result<u64> {
-    let cerr = |e: crate::history::StoreError| crate::Error::Config(e.to_string());
+) -> rudder::Result<u64> {
+    let cerr = |e: rudder::history::StoreError| rudder::Error::Config(e.to_string());
     let mut sample: Vec<QuantizedVector> = Vec::new();
     history
         .store()

@@ -1,4 +1,5 @@
-//! Offline evaluations of the engine's stages against labelled cases.
+//! Offline evaluations of the engine's stages against labelled cases (the crate
+//! `rudder-eval`; its binary `rudder-eval` is what `rudder eval …` runs).
 //!
 //! * [`retrieval`] — history retrieval for query-aware profiles (BESPOKE §4.4, Table 5):
 //!   nDCG@10, nDCG@20 and recall@20 of raw, CoT, pseudo-history and fused queries over
@@ -8,6 +9,7 @@
 pub mod cases;
 pub mod judge;
 pub mod persona;
+mod prompts;
 pub mod retrieval;
 pub mod runner;
 pub mod summary;
@@ -54,24 +56,24 @@ pub enum EvalError {
         case: String,
         stage: &'static str,
         #[source]
-        source: crate::llm::LlmError,
+        source: rudder::llm::LlmError,
     },
     #[error("{case}: embedding: {source}")]
     Embed {
         case: String,
         #[source]
-        source: crate::embed::EmbedError,
+        source: rudder::embed::EmbedError,
     },
     #[error(transparent)]
-    History(#[from] crate::history::HistoryError),
+    History(#[from] rudder::history::HistoryError),
     #[error(transparent)]
-    Profile(#[from] crate::profile::ProfileError),
+    Profile(#[from] rudder::profile::ProfileError),
     /// A judge call failed: the model could not run, or its output did not fit the schema.
     #[error("judge ({call}): {source}")]
     Judge {
         call: &'static str,
         #[source]
-        source: crate::llm::LlmError,
+        source: rudder::llm::LlmError,
     },
     /// A judge was given nothing to judge against (a case without aspects, …).
     #[error("judge ({call}): {message}")]

@@ -1,8 +1,9 @@
-//! The case builder (`rudder::eval::cases`): with a scripted LLM and a bag-of-words embedder
+//! The case builder (`rudder_eval::cases`): with a scripted LLM and a bag-of-words embedder
 //! for the pipeline's rules (seeded reproducibility, the 0.65 near-duplicate filter, 5–8
 //! aspects, the first-sentence rule, histories the real importer reads, errors naming the
 //! file and line), and once with the real small model for the grammar's guarantees.
 
+#[path = "../../../tests/common/mod.rs"]
 mod common;
 
 use std::collections::VecDeque;
@@ -10,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use rudder::embed::{cosine, EmbedError, Embedder};
-use rudder::eval::{build_cases, BuildOptions, EvalCase, EvalError, EvalSource};
 use rudder::history::{Format, History, ImportOptions, NoProgress};
 use rudder::llm::{CancelToken, Completion, FinishReason, Llm, LlmError, Request, Timing, Usage};
+use rudder_eval::{build_cases, BuildOptions, EvalCase, EvalError, EvalSource};
 use serde_json::json;
 
 /// FNV-1a, for outputs that depend only on the prompt.
@@ -237,7 +238,7 @@ fn build(
     dir: &Path,
     options: &BuildOptions,
     out: &Path,
-) -> Result<rudder::eval::BuildReport, EvalError> {
+) -> Result<rudder_eval::BuildReport, EvalError> {
     let source = EvalSource::load(dir, "researchy-dev")?;
     build_cases(&source, llm, &BagOfWords, options, out, &NoProgress)
 }
@@ -274,7 +275,7 @@ fn same_seed_gives_identical_cases_and_histories() {
         assert!(case.key_points[0].contains(&case.query));
     }
     // Each line is one case that reads back as it was written.
-    let back = rudder::eval::read_eval_cases(&a.join("cases.jsonl")).unwrap();
+    let back = rudder_eval::read_eval_cases(&a.join("cases.jsonl")).unwrap();
     assert_eq!(back, first.cases);
     let ids: std::collections::HashSet<&str> = back.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(ids.len(), back.len(), "case ids are unique");
@@ -409,7 +410,7 @@ fn history_file_imports_with_the_real_importer() {
         serde_json::from_str(&read(&out.join(&report.cases[0].history_file))).unwrap();
     for conversation in export.as_array().unwrap() {
         let updated = conversation["update_time"].as_f64().unwrap();
-        assert!(updated < rudder::eval::cases::HISTORY_CUTOFF_UNIX as f64);
+        assert!(updated < rudder_eval::cases::HISTORY_CUTOFF_UNIX as f64);
     }
 }
 

@@ -3,21 +3,21 @@
 //! aspects are uncovered), a simulated user steering a scripted research run, and one
 //! structural run of everything with the real small model.
 
+#[path = "../../../tests/common/mod.rs"]
 mod common;
-mod research {
-    pub mod scripted;
-}
+#[path = "../../../tests/research/scripted.rs"]
+mod scripted;
 
 use common::Canned;
-use research::scripted::{BagOfWords, MemorySource, ScriptedLlm};
 use rudder::clarify::ClarifyQuestion;
-use rudder::eval::{Aspect, Exchange, Judge, JudgeSettings, PersonaCase, SimulatedUser};
 use rudder::llm::LlmError;
 use rudder::research::events::Collect;
 use rudder::research::{
     Brief, Interaction, MemoryJournal, Origin, PauseQuestion, ResearchSettings, Researcher,
 };
 use rudder::sources::Sources;
+use rudder_eval::{Aspect, Exchange, Judge, JudgeSettings, PersonaCase, SimulatedUser};
+use scripted::{BagOfWords, MemorySource, ScriptedLlm};
 use serde_json::json;
 
 fn aspect(title: &str) -> Aspect {
@@ -215,11 +215,11 @@ fn judges_need_aspects_and_report_unusable_output() {
     let judge = Judge::new(&llm);
     assert!(matches!(
         judge.alignment(QUERY, REPORT, &[]),
-        Err(rudder::eval::EvalError::JudgeInput { .. })
+        Err(rudder_eval::EvalError::JudgeInput { .. })
     ));
     assert!(matches!(
         judge.alignment(QUERY, REPORT, &persona().aspects),
-        Err(rudder::eval::EvalError::Judge {
+        Err(rudder_eval::EvalError::Judge {
             source: LlmError::InvalidOutput { .. },
             ..
         })

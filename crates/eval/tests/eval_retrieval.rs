@@ -1,6 +1,6 @@
 //! The retrieval-evaluation fixtures (`tests/fixtures/profile-eval/`) and the evaluation runner.
 //!
-//! The fixtures are three synthetic users (exports written by `history::synth`) and a cases
+//! The fixtures are three synthetic users (exports written by `rudder_synth`) and a cases
 //! file of hand-written queries. Each query's relevant sessions follow a hand-written rule in
 //! the spirit of BESPOKE's oracle (Table 24): the topics whose sessions would concretely change
 //! the answer for this user, including adjacent constraints from another interest. The rule is
@@ -12,15 +12,16 @@
 //! `cargo test --workspace --features rudder-app/custom-protocol --test eval_retrieval -- \
 //!  --ignored build_fixtures`
 
+#[path = "../../../tests/common/mod.rs"]
 mod common;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use rudder::eval::{load_cases, run_retrieval_eval_on, QueryCategory, RetrievalCase};
-use rudder::history::synth::{items, persona, write_export, SynthConfig, SynthItem};
 use rudder::history::{History, ImportOptions, NoProgress};
 use rudder::profile::ExpansionMode;
+use rudder_eval::{load_cases, run_retrieval_eval_on, QueryCategory, RetrievalCase};
+use rudder_synth::{items, persona, write_export, SynthConfig, SynthItem};
 
 fn fixture_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profile-eval")
@@ -1221,7 +1222,7 @@ fn cli_names_the_line_of_a_bad_case_before_loading_any_model() {
     )
     .unwrap();
     let run = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_rudder"))
+        std::process::Command::new(env!("CARGO_BIN_EXE_rudder-eval"))
             .arg("--data-dir")
             .arg(tmp.path().join("data"))
             .args(["eval", "retrieval"])

@@ -5,7 +5,8 @@
 //! through with bounded memory) and retrieval evaluation (every [`SynthItem`] carries the
 //! interest and topic it was generated from, as a label).
 //!
-//! What [`write_export`] writes for one user (formats: `/work/shared/FORMATS.md`):
+//! What [`write_export`] writes for one user (the formats the importers in
+//! `rudder::history::import` read):
 //! * `Takeout/My Activity/Search/MyActivity.json`: Google My Activity JSON, newest first, laid
 //!   out the way Takeout writes it (`[{\n  "header": "Search",\n  …\n},{…}]`, arrays inline)
 //!   with Gson's HTML-safe escapes (`=` → `\u003d`, `&` → `\u0026`, `'` → `\u0027`) and times
@@ -26,6 +27,10 @@
 //! Determinism: one `ChaCha8Rng` seeded from [`SynthConfig::seed`] drives everything and no
 //! output depends on hash-map order, so the same config gives byte-identical files.
 //!
+//! Vocabulary: the names, cities, interests, templates and everyday "noise" the users are made
+//! of are data, the JSON files in `crates/synth/data/` (described in `src/vocab.rs`), embedded
+//! at build time and parsed once.
+//!
 //! Memory: sessions are produced as short "episodes" (a search, the pages it led to, a chat)
 //! walking backward in time from the end of the window, so the Takeout file comes out newest
 //! first without buffering. Only one episode (at most 8 sessions) and the URLs visited on the
@@ -43,9 +48,13 @@ use rand_chacha::ChaCha8Rng;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
-use super::import::time::from_unix_seconds_f64;
-use super::import::Format;
-use super::session::{HistorySource, Kind, Session, Turn};
+mod vocab;
+
+use vocab::{vocab, InterestDef};
+
+use rudder::history::import::time::from_unix_seconds_f64;
+use rudder::history::import::Format;
+use rudder::history::{HistorySource, Kind, Session, Turn};
 
 /// Where the Takeout search activity goes, relative to the export folder.
 pub const TAKEOUT_SEARCH_PATH: &str = "Takeout/My Activity/Search/MyActivity.json";
@@ -312,9 +321,9 @@ impl Iterator for Items {
 
 /// Writes one user's export under `dir` (see the module docs for the files), streaming: memory
 /// does not grow with `cfg.sessions`.
-pub fn write_export(cfg: &SynthConfig, dir: &Path) -> crate::Result<SynthSummary> {
+pub fn write_export(cfg: &SynthConfig, dir: &Path) -> rudder::Result<SynthSummary> {
     if cfg.days == 0 || cfg.days > MAX_DAYS {
-        return Err(crate::Error::Config(format!(
+        return Err(rudder::Error::Config(format!(
             "synthetic history: days must be between 1 and {MAX_DAYS}, not {}",
             cfg.days
         )));
@@ -357,7 +366,7 @@ pub fn write_users(
     cfg: &SynthConfig,
     users: usize,
     dir: &Path,
-) -> crate::Result<Vec<SynthSummary>> {
+) -> rudder::Result<Vec<SynthSummary>> {
     (0..users)
         .map(|i| {
             let mut one = cfg.clone();
@@ -384,14 +393,14 @@ struct ArrayWriter {
 }
 
 impl ArrayWriter {
-    fn create(path: PathBuf, format: Format) -> crate::Result<Self> {
+    fn create(path: PathBuf, format: Format) -> rudder::Result<Self> {
         if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).map_err(|e| crate::Error::io(parent, e))?;
+            fs::create_dir_all(parent).map_err(|e| rudder::Error::io(parent, e))?;
         }
-        let file = File::create(&path).map_err(|e| crate::Error::io(&path, e))?;
+        let file = File::create(&path).map_err(|e| rudder::Error::io(&path, e))?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
         out.write_all(b"[")
-            .map_err(|e| crate::Error::io(&path, e))?;
+            .map_err(|e| rudder::Error::io(&path, e))?;
         Ok(ArrayWriter {
             path,
             format,
@@ -403,7 +412,7 @@ impl ArrayWriter {
     fn push(
         &mut self,
         f: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
-    ) -> crate::Result<()> {
+    ) -> rudder::Result<()> {
         let result = if self.count > 0 {
             self.out.write_all(b",")
         } else {
@@ -411,20 +420,20 @@ impl ArrayWriter {
         };
         result
             .and_then(|()| f(&mut self.out))
-            .map_err(|e| crate::Error::io(&self.path, e))?;
+            .map_err(|e| rudder::Error::io(&self.path, e))?;
         self.count += 1;
         Ok(())
     }
 
-    fn finish(mut self) -> crate::Result<SynthFile> {
+    fn finish(mut self) -> rudder::Result<SynthFile> {
         let path = self.path;
         self.out
             .write_all(b"]")
             .and_then(|()| self.out.flush())
-            .map_err(|e| crate::Error::io(&path, e))?;
+            .map_err(|e| rudder::Error::io(&path, e))?;
         drop(self.out);
         let bytes = fs::metadata(&path)
-            .map_err(|e| crate::Error::io(&path, e))?
+            .map_err(|e| rudder::Error::io(&path, e))?
             .len();
         Ok(SynthFile {
             path,
@@ -492,11 +501,12 @@ struct InterestSlot {
 
 impl Persona {
     fn generate(rng: &mut ChaCha8Rng) -> Persona {
-        let name = pick(rng, NAMES);
-        let city_index = rng.random_range(0..CITIES.len());
-        let occupation = pick(rng, OCCUPATIONS);
-        let n = rng.random_range(3..=6).min(INTERESTS.len());
-        let mut order: Vec<usize> = (0..INTERESTS.len()).collect();
+        let v = vocab();
+        let name = pick(rng, &v.names);
+        let city_index = rng.random_range(0..v.cities.len());
+        let occupation = pick(rng, &v.occupations);
+        let n = rng.random_range(3..=6).min(v.interests.len());
+        let mut order: Vec<usize> = (0..v.interests.len()).collect();
         for i in 0..n {
             let j = rng.random_range(i..order.len());
             order.swap(i, j);
@@ -504,7 +514,7 @@ impl Persona {
         let mut slots: Vec<InterestSlot> = order[..n]
             .iter()
             .map(|&index| {
-                let def = &INTERESTS[index];
+                let def = &v.interests[index];
                 let weight = 0.2 + rng.random::<f64>().powi(2);
                 let season = def
                     .episodic
@@ -534,9 +544,9 @@ impl Persona {
         Persona {
             name,
             occupation,
-            city: CITIES[city_index].0,
-            utc_offset_hours: CITIES[city_index].1,
-            interests: slots.iter().map(|s| INTERESTS[s.index].name).collect(),
+            city: v.cities[city_index].0,
+            utc_offset_hours: v.cities[city_index].1,
+            interests: slots.iter().map(|s| v.interests[s.index].name).collect(),
             tone,
             format,
             slots,
@@ -556,7 +566,7 @@ impl Persona {
             .slots
             .iter()
             .take(2)
-            .map(|s| INTERESTS[s.index].about)
+            .map(|s| vocab().interests[s.index].about)
             .collect();
         let profile = format!(
             "Preferred name: {}\nRole: {}\nOther Information: I live in {}. {}",
@@ -577,7 +587,7 @@ impl Persona {
             FormatPref::Any => {}
         }
         // Everyone but the North Americans gets metric units.
-        if !(-8..=-5).contains(&CITIES[self.city_index].1) {
+        if !(-8..=-5).contains(&vocab().cities[self.city_index].1) {
             how.push("Use metric units.");
         }
         (profile, how.join(" "))
@@ -922,7 +932,7 @@ impl Gen {
         let state = pick(&mut self.rng, &topic_ref.states);
         let entity = match focus {
             Some(f) => f.entity,
-            None => pick(&mut self.rng, interest.def.entities),
+            None => pick(&mut self.rng, &interest.def.entities),
         };
         Ctx {
             interest,
@@ -1039,7 +1049,7 @@ impl Gen {
     }
 
     fn location(&mut self) -> LocationExtra {
-        let (_, _, lat, lon) = CITIES[self.persona.city_index];
+        let (_, _, lat, lon) = vocab().cities[self.persona.city_index];
         let source = weighted(&mut self.rng, &[0.5, 0.3, 0.2]);
         LocationExtra {
             lat: lat + self.rng.random_range(-0.05..0.05),
@@ -1050,12 +1060,13 @@ impl Gen {
 
     fn query(&mut self, c: &Ctx) -> String {
         let p = &self.persona;
-        let weights: Vec<f64> = QUERY_TEMPLATES
+        let weights: Vec<f64> = vocab()
+            .query_templates
             .iter()
             .map(|&(w, question, _)| if question { w * p.question_rate } else { w })
             .collect();
         let i = weighted(&mut self.rng, &weights);
-        let (_, question, tpl) = QUERY_TEMPLATES[i];
+        let (_, question, tpl) = vocab().query_templates[i];
         let mut q = fill(&mut self.rng, tpl, c);
         let words: Vec<&str> = q.split_whitespace().collect();
         if words.len() > 10 {
@@ -1116,7 +1127,7 @@ impl Gen {
                     }
                 }
                 if !c.interest.def.snippets.is_empty() && self.rng.random_bool(0.3) {
-                    let (lang, code) = pick(&mut self.rng, c.interest.def.snippets);
+                    let (lang, code) = pick(&mut self.rng, &c.interest.def.snippets);
                     u.push_str(&format!("\n\n```{lang}\n{code}\n```"));
                 }
                 (u, c)
@@ -1137,7 +1148,7 @@ impl Gen {
             let answer = assistant_answer(&mut self.rng, &about, bullets, short);
             script.push((user, answer));
         }
-        let tpl = pick(&mut self.rng, CHAT_TITLES);
+        let tpl = pick(&mut self.rng, &vocab().chat_titles);
         let raw = fill(&mut self.rng, tpl, &c);
         // ChatGPT titles are usually Title Case, sometimes sentence case.
         let title = if self.rng.random_bool(0.6) {
@@ -1332,7 +1343,7 @@ impl Gen {
         let city = self.persona.city;
         match kind {
             SEARCH => {
-                let tpl = pick(&mut self.rng, NOISE_QUERIES);
+                let tpl = pick(&mut self.rng, &vocab().noise_queries);
                 let q = fill_noise(&mut self.rng, tpl, city, year).to_lowercase();
                 let url = format!("https://www.google.com/search?q={}", form_encode(&q));
                 let session = Session {
@@ -1363,9 +1374,9 @@ impl Gen {
                 for attempt in 0..8 {
                     // Fixed pages (Gmail, Netflix) repeat within a day; news articles do not.
                     let table = if attempt < 2 {
-                        NOISE_PAGES
+                        &vocab().noise_pages
                     } else {
-                        NOISE_ARTICLES
+                        &vocab().noise_articles
                     };
                     let (title, url) = pick(&mut self.rng, table);
                     let title = fill_noise(&mut self.rng, title, city, year);
@@ -1397,13 +1408,13 @@ impl Gen {
                 }
             }
             _ => {
-                let (title, prompt, answer) = pick(&mut self.rng, NOISE_CHATS);
+                let (title, prompt, answer) = pick(&mut self.rng, &vocab().noise_chats);
                 let title = fill_noise(&mut self.rng, title, city, year);
                 let prompt = fill_noise(&mut self.rng, prompt, city, year);
                 let answer = fill_noise(&mut self.rng, answer, city, year);
                 let mut script = vec![(prompt, answer)];
                 if self.rng.random_bool(0.3) {
-                    let (more, reply) = pick(&mut self.rng, NOISE_FOLLOWUPS);
+                    let (more, reply) = pick(&mut self.rng, &vocab().noise_followups);
                     script.push((more.to_string(), reply.to_string()));
                 }
                 // Any interest works as the context for a regenerated answer's vocabulary.
@@ -2113,7 +2124,7 @@ fn fill(rng: &mut ChaCha8Rng, tpl: &str, c: &Ctx) -> String {
             "Vt" => out.push_str(&title_case(c.topic.verb)),
             "I" => out.push_str(c.interest.def.name),
             "Q" => {
-                let q = pick(rng, QUALIFIERS);
+                let q = pick(rng, &vocab().qualifiers);
                 if q == "{year}" {
                     out.push_str(&c.year.to_string());
                 } else {
@@ -2136,281 +2147,47 @@ fn fill_noise(rng: &mut ChaCha8Rng, tpl: &str, city: &str, year: i32) -> String 
             "city" => out.push_str(if rng.random_bool(0.7) {
                 city
             } else {
-                pick(rng, CITIES).0
+                pick(rng, &vocab().cities).0
             }),
-            "airline" => out.push_str(pick(rng, &["UA", "LH", "BA", "DL", "AC", "KL", "NH"])),
             "n1" => out.push_str(&rng.random_range(1..10).to_string()),
             "n2" => out.push_str(&rng.random_range(10..500).to_string()),
             "n3" => out.push_str(&rng.random_range(100..2000).to_string()),
             "n7" => out.push_str(&rng.random_range(1_000_000..9_999_999).to_string()),
-            "lang" => out.push_str(pick(
-                rng,
-                &[
-                    "japanese", "german", "french", "spanish", "korean", "italian",
-                ],
-            )),
-            "team" => out.push_str(pick(
-                rng,
-                &[
-                    "arsenal", "lakers", "bayern", "yankees", "celtics", "benfica",
-                ],
-            )),
-            "song" => out.push_str(pick(
-                rng,
-                &[
-                    "bohemian rhapsody",
-                    "here comes the sun",
-                    "dancing queen",
-                    "september",
-                    "africa toto",
-                ],
-            )),
-            "celebrity" => out.push_str(pick(
-                rng,
-                &[
-                    "keanu reeves",
-                    "dolly parton",
-                    "pedro pascal",
-                    "taylor swift",
-                ],
-            )),
-            "word" => out.push_str(pick(
-                rng,
-                &[
-                    "ubiquitous",
-                    "serendipity",
-                    "ephemeral",
-                    "liaison",
-                    "definitely",
-                    "necessary",
-                    "quixotic",
-                ],
-            )),
-            "holiday" => out.push_str(pick(
-                rng,
-                &[
-                    "easter",
-                    "thanksgiving",
-                    "diwali",
-                    "lunar new year",
-                    "black friday",
-                ],
-            )),
-            "relation" => out.push_str(pick(
-                rng,
-                &["sister", "brother", "mom", "colleague", "best friend"],
-            )),
-            "Relation" => out.push_str(pick(
-                rng,
-                &["Sister", "Brother", "Mom", "Colleague", "Best Friend"],
-            )),
-            "ingredient" => out.push_str(pick(
-                rng,
-                &[
-                    "chickpeas",
-                    "spinach",
-                    "leftover rice",
-                    "eggs",
-                    "feta",
-                    "zucchini",
-                ],
-            )),
-            "movie" => out.push_str(pick(
-                rng,
-                &["Inception", "Spirited Away", "Arrival", "Paddington 2"],
-            )),
             "headline" => {
+                let v = vocab();
                 let h = format!(
                     "{} {} {}",
-                    pick(
-                        rng,
-                        &[
-                            "City council",
-                            "Central bank",
-                            "Local team",
-                            "Scientists",
-                            "Airline",
-                            "Regulator"
-                        ]
-                    ),
-                    pick(
-                        rng,
-                        &[
-                            "announces",
-                            "delays",
-                            "approves",
-                            "rejects",
-                            "unveils",
-                            "reviews"
-                        ]
-                    ),
-                    pick(
-                        rng,
-                        &[
-                            "new budget",
-                            "rate decision",
-                            "stadium plan",
-                            "climate report",
-                            "fare changes",
-                            "privacy rules"
-                        ]
-                    ),
+                    pick(rng, &v.headline_subjects),
+                    pick(rng, &v.headline_verbs),
+                    pick(rng, &v.headline_objects),
                 );
                 out.push_str(&h);
             }
             "id" => out.push_str(&base36(rng, 10)),
             "year" => out.push_str(&year.to_string()),
-            _ => return false,
+            _ => match vocab().noise_words.get(key) {
+                Some(words) => out.push_str(pick(rng, words)),
+                None => return false,
+            },
         }
         true
     })
 }
 
-/// (weight, is a question form, template).
-const QUERY_TEMPLATES: &[(f64, bool, &str)] = &[
-    (3.0, false, "{T} {F}"),
-    (1.0, false, "{T}"),
-    (3.0, false, "{T} {F} {Q}"),
-    (2.0, false, "{T} {Q}"),
-    (2.0, false, "{T} {F} {E}"),
-    (1.5, false, "{E} {T} {F}"),
-    (1.0, false, "{T} {F} with {E}"),
-    (1.0, false, "{T} {F} vs {F2}"),
-    (1.0, false, "{T} {S} after {days} days"),
-    (1.0, false, "{T} {S} {F2}"),
-    (1.5, false, "{T} {S}"),
-    (1.0, false, "{T} {S} fix"),
-    (1.0, false, "{T} vs {T2}"),
-    (1.0, false, "{T} vs {T2} for {F}"),
-    (1.5, false, "{E} {T}"),
-    (0.5, false, "{E}"),
-    (0.5, false, "{E} {Q}"),
-    (1.0, false, "best {T} {Q}"),
-    (0.7, false, "best {E} alternative for {T}"),
-    (0.6, false, "{T} {F} site:reddit.com"),
-    (0.6, false, "{T} {F} {year}"),
-    (1.5, true, "how to {V} {T} {Q}"),
-    (1.0, true, "how to {V} {T}"),
-    (1.0, true, "how do i {V} {T} without {F2}"),
-    (1.5, true, "why {T} {S}"),
-    (1.0, true, "how to fix {T} {S}"),
-    (1.0, false, "{T} {S} after {F2}"),
-    (0.7, true, "what is {F}"),
-    (1.0, true, "what is {F} in {T}"),
-    (0.5, true, "what is {T}"),
-    (1.0, true, "is {E} worth it for {T}"),
-    (0.8, true, "can you {V} {T} in {city}"),
-    (0.5, true, "how long to {V} {T}"),
-];
-
-const QUALIFIERS: &[&str] = &[
-    "for beginners",
-    "reddit",
-    "tips",
-    "guide",
-    "explained",
-    "mistakes",
-    "cost",
-    "example",
-    "at home",
-    "step by step",
-    "checklist",
-    "beginner",
-    "advice",
-    "{year}",
-    "youtube",
-    "best practices",
-    "ideas",
-    "problems",
-    "alternatives",
-    "tools",
-    "setup",
-    "on a budget",
-    "review",
-    "comparison",
-    "schedule",
-    "pdf",
-    "course",
-    "book",
-    "forum",
-    "uk",
-    "near me",
-    "for kids",
-    "troubleshooting",
-    "diagram",
-];
-
 fn opener_templates(tone: Tone) -> &'static [&'static str] {
-    match tone {
-        Tone::Terse => &[
-            "{T} {F}",
-            "{T} {S} why",
-            "explain {F} in {T}",
-            "{T} vs {T2}",
-            "{E} for {T}? worth it",
-            "best way to {V} {T}",
-            "{T} {S}. {F} ok?",
-        ],
-        Tone::Neutral => &[
-            "How do I handle {F} with {T}?",
-            "What's the difference between {T} and {T2} when it comes to {F}?",
-            "I have a problem with my {T}: {S}. What am I doing wrong?",
-            "Can you explain {F} for {T}?",
-            "Is {E} worth it for {T}?",
-            "What's the best way to {V} {T}? I've tried it {n} times.",
-            "Still {T} {S} even though I checked {F}. Ideas?",
-        ],
-        Tone::Polite => &[
-            "Hi! Could you help me understand {F} for {T}? I'm fairly new to {I}.",
-            "Hello, I have a question about {T}: I keep running into problems ({S}). Any idea why? Thank you!",
-            "Could you please explain the difference between {T} and {T2}? Thanks in advance.",
-            "Hi, I'd love some advice on how to {V} {T}. I've been reading {E} but I'm still unsure about {F}.",
-            "Good morning! I've been working on {T} for {days} days and I'm stuck on {F}. Could you walk me through it?",
-        ],
-    }
+    vocab().chat_openers.get(tone)
 }
 
 fn followup_templates(tone: Tone) -> &'static [&'static str] {
-    match tone {
-        Tone::Terse => &[
-            "and {F}?",
-            "why",
-            "shorter",
-            "what about {E}",
-            "ok. {T2}?",
-            "example?",
-            "what if {T} {S} again",
-            "table pls",
-            "ok thx. {F2}?",
-            "{F} vs {F2}?",
-        ],
-        Tone::Neutral => &[
-            "What about {F2}?",
-            "How does that compare to {T2}?",
-            "Can you give an example?",
-            "Does {E} change anything?",
-            "Why does {F} matter so much?",
-            "Can you make that shorter?",
-            "And if the {S} issue comes back?",
-        ],
-        Tone::Polite => &[
-            "Thanks, that helps! Could you say more about {F2}?",
-            "That makes sense. How would this work with {E}?",
-            "Thank you. Could you give me a concrete example?",
-            "Great, and how does this compare to {T2}?",
-            "Sorry, one more question: what if the {S} issue comes back?",
-        ],
-    }
+    vocab().chat_followups.get(tone)
 }
 
 fn format_request(tone: Tone, bullets: bool) -> &'static str {
-    match (tone, bullets) {
-        (Tone::Terse, true) => " - bullets",
-        (Tone::Neutral, true) => " Please use bullet points.",
-        (Tone::Polite, true) => " Could you format it as a bulleted list, please?",
-        (Tone::Terse, false) => " no lists",
-        (Tone::Neutral, false) => " Answer in prose, no lists.",
-        (Tone::Polite, false) => " I'd prefer a short explanation in prose rather than a list.",
+    let (with_bullets, in_prose) = *vocab().format_requests.get(tone);
+    if bullets {
+        with_bullets
+    } else {
+        in_prose
     }
 }
 
@@ -2428,82 +2205,22 @@ fn user_variant(rng: &mut ChaCha8Rng, text: &str) -> String {
     }
 }
 
-const CHAT_TITLES: &[&str] = &[
-    "{T} {F}",
-    "{T} vs {T2}",
-    "{F} for {T}",
-    "{T} {S} help",
-    "{V} {T}",
-    "troubleshooting {T}",
-    "understanding {F} in {T}",
-];
-
-const ANSWER_OPENERS: &[&str] = &[
-    "Good question.",
-    "Sure.",
-    "Here's how I'd approach it.",
-    "Short answer: it depends on {F}.",
-    "There are a few things worth checking.",
-    "Happy to help with that.",
-];
-
-const ANSWER_SENTENCES: &[&str] = &[
-    "The most common cause of trouble with {T} is {F}, so start there before changing anything else.",
-    "With {T}, {F} matters more than most guides admit.",
-    "{E} has a good write-up on {T} that covers {F} in detail.",
-    "If you compare {T} with {T2}, the main trade-off is {F}.",
-    "A reasonable rule of thumb is to change one variable at a time and keep notes for {n} days.",
-    "Problems like {T} {S} usually come from rushing the early steps.",
-    "In practice, {F} depends on your setup, so treat any single number as a starting point.",
-    "Experienced {I} people usually get {F} right first and only then worry about {T2}.",
-    "It is normal for {T} to take a few attempts before it feels predictable.",
-    "If the {S} problem persists after that, look at {F2} next.",
-    "You do not need expensive gear for {T}; {E} is fine to start with.",
-    "Keep an eye on {F}: small changes there have a big effect on {T}.",
-    "Write down what you tried, because results with {T} vary with conditions.",
-    "For {T}, a simple plan you follow beats a perfect one you never start.",
-    "{E} is a popular choice, but it is not the only reasonable option.",
-    "The trickiest part of {T} is usually {F}, especially at the beginning.",
-    "When you notice {T} {S}, it is usually a symptom rather than the root problem.",
-    "Budget roughly {n} hours for your first attempt at {T}.",
-];
-
-// `assistant_answer` tracks used sentences in a u64.
-const _: () = assert!(ANSWER_SENTENCES.len() < 64);
-
-const ANSWER_BULLETS: &[&str] = &[
-    "Check {F} first.",
-    "Compare your approach with what {E} recommends.",
-    "Adjust one thing at a time.",
-    "Give it {n} days before judging the result.",
-    "Look into {T2} if {F} is not the issue.",
-    "Avoid over-correcting at the first sign of {S}.",
-    "Keep notes on {F2}.",
-    "Start small, then scale up once {F} is predictable.",
-];
-
-const ANSWER_CLOSERS: &[&str] = &[
-    "Would you like a step-by-step plan?",
-    "Let me know if you want more detail on {F}.",
-    "If you share more about your setup, I can be more specific.",
-    "Hope that helps!",
-];
-
 /// An assistant answer: an optional opener, one to four paragraphs (or a list), a closer.
 fn assistant_answer(rng: &mut ChaCha8Rng, c: &Ctx, bullets: bool, short: bool) -> String {
+    let v = vocab();
     let mut used: u64 = 0;
     let mut sentence = |rng: &mut ChaCha8Rng| {
-        let mut i = rng.random_range(0..ANSWER_SENTENCES.len());
-        while used & (1 << i) != 0 && used.count_ones() < ANSWER_SENTENCES.len() as u32 {
-            i = (i + 1) % ANSWER_SENTENCES.len();
+        let mut i = rng.random_range(0..v.answer_sentences.len());
+        while used & (1 << i) != 0 && used.count_ones() < v.answer_sentences.len() as u32 {
+            i = (i + 1) % v.answer_sentences.len();
         }
         used |= 1 << i;
-        fill(rng, ANSWER_SENTENCES[i], c)
+        fill(rng, v.answer_sentences[i], c)
     };
     let mut paras = Vec::new();
     let mut first = String::new();
     if rng.random_bool(0.5) {
-        let tpl = pick(rng, ANSWER_OPENERS);
+        let tpl = pick(rng, &v.answer_openers);
         first.push_str(&fill(rng, tpl, c));
         first.push(' ');
     }
@@ -2517,12 +2234,16 @@ fn assistant_answer(rng: &mut ChaCha8Rng, c: &Ctx, bullets: bool, short: bool) -
     paras.push(first);
     if bullets {
         let k = rng.random_range(3..=5);
-        let start = rng.random_range(0..ANSWER_BULLETS.len());
+        let start = rng.random_range(0..v.answer_bullets.len());
         let list: Vec<String> = (0..k)
             .map(|j| {
                 format!(
                     "- {}",
-                    fill(rng, ANSWER_BULLETS[(start + j) % ANSWER_BULLETS.len()], c)
+                    fill(
+                        rng,
+                        v.answer_bullets[(start + j) % v.answer_bullets.len()],
+                        c
+                    )
                 )
             })
             .collect();
@@ -2536,46 +2257,11 @@ fn assistant_answer(rng: &mut ChaCha8Rng, c: &Ctx, bullets: bool, short: bool) -
         }
     }
     if rng.random_bool(0.5) {
-        let tpl = pick(rng, ANSWER_CLOSERS);
+        let tpl = pick(rng, &v.answer_closers);
         paras.push(fill(rng, tpl, c));
     }
     paras.join("\n\n")
 }
-
-const QUESTIONS: &[&str] = &[
-    "{Tc}: {S}. What am I doing wrong?",
-    "{Tc} {F} - any advice?",
-    "Is {E} worth it for {T}?",
-    "Best way to {V} {T}?",
-    "{Tc} vs {T2} for {F}?",
-    "Help with {T}: {S}",
-    "What am I doing wrong with {F}?",
-    "First time trying {T}, questions about {F}",
-    "How do you handle {F} with {T}?",
-    "{Tc} {S} after {days} days?",
-];
-
-const VIDEO_TITLES: &[&str] = &[
-    "{Tt} for Beginners",
-    "{n} {Tt} Mistakes to Avoid",
-    "How to {Vt} {Tt} ({Ft} Explained)",
-    "{E} on {Tt}",
-    "The Truth About {Ft}",
-    "I Tried {E} for {days} Days",
-    "{Tt}: {Ft} Deep Dive",
-];
-
-const ARTICLE_TITLES: &[&str] = &[
-    "{Tt}: {Ft} Explained",
-    "How to {Vt} {Tt}: A Step-by-Step Guide",
-    "The Complete Guide to {Tt}",
-    "{n} {Tt} Tips Every Beginner Should Know",
-    "{Ft} for {Tt}: What You Need to Know",
-    "{Tt} {St}? Here's How to Fix It",
-    "{Tt} vs {T2t}: Which Is Better?",
-    "{E}'s Approach to {Tt}",
-    "Everything I Learned About {Ft}",
-];
 
 /// A page about the episode's focus: (title, URL). `fresh` forces a page with a random id.
 fn make_page(rng: &mut ChaCha8Rng, c: &Ctx, at: i64, fresh: bool) -> (String, String) {
@@ -2606,7 +2292,7 @@ fn make_page(rng: &mut ChaCha8Rng, c: &Ctx, at: i64, fresh: bool) -> (String, St
             )
         }
         Site::Reddit(sub) => {
-            let tpl = pick(rng, QUESTIONS);
+            let tpl = pick(rng, &vocab().page_questions);
             let q = fill(rng, tpl, c);
             // Reddit changed its page titles in 2023.
             let title = if at < 1_688_169_600_000 {
@@ -2624,7 +2310,7 @@ fn make_page(rng: &mut ChaCha8Rng, c: &Ctx, at: i64, fresh: bool) -> (String, St
             )
         }
         Site::Qa(domain, name) => {
-            let tpl = pick(rng, QUESTIONS);
+            let tpl = pick(rng, &vocab().page_questions);
             let q = fill(rng, tpl, c);
             let id = rng.random_range(10_000..79_999_999);
             (
@@ -2633,7 +2319,7 @@ fn make_page(rng: &mut ChaCha8Rng, c: &Ctx, at: i64, fresh: bool) -> (String, St
             )
         }
         Site::Video => {
-            let tpl = pick(rng, VIDEO_TITLES);
+            let tpl = pick(rng, &vocab().video_titles);
             let t = fill(rng, tpl, c);
             (
                 format!("{t} - YouTube"),
@@ -2641,7 +2327,7 @@ fn make_page(rng: &mut ChaCha8Rng, c: &Ctx, at: i64, fresh: bool) -> (String, St
             )
         }
         Site::Blog(domain, name) => {
-            let tpl = pick(rng, ARTICLE_TITLES);
+            let tpl = pick(rng, &vocab().article_titles);
             let t = fill(rng, tpl, c);
             let sep = if domain.len() % 2 == 0 { " | " } else { " - " };
             let host = host(domain);
@@ -2684,12 +2370,7 @@ fn make_page(rng: &mut ChaCha8Rng, c: &Ctx, at: i64, fresh: bool) -> (String, St
                     format!("https://docs.rs/{krate}/latest/{krate}/"),
                 )
             } else {
-                let item = pick(
-                    rng,
-                    &[
-                        "sync", "task", "io", "fs", "de", "ser", "iter", "fmt", "error",
-                    ],
-                );
+                let item = pick(rng, &vocab().docs_rs_items);
                 (
                     format!("{krate}::{item} - Rust"),
                     format!("https://docs.rs/{krate}/latest/{krate}/{item}/index.html"),
@@ -2898,58 +2579,10 @@ fn usg(rng: &mut ChaCha8Rng) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Vocabulary
+// Interests (the vocabulary itself is in data/, see `vocab`)
 // ---------------------------------------------------------------------------------------------
 
-const NAMES: &[&str] = &[
-    "Alex", "Sam", "Priya", "Jonas", "Maria", "Kenji", "Lena", "Omar", "Chloe", "Mateo", "Aisha",
-    "Tom", "Yuki", "Nora", "Ben", "Inês",
-];
-
-const OCCUPATIONS: &[&str] = &[
-    "software engineer",
-    "nurse",
-    "high school teacher",
-    "product designer",
-    "accountant",
-    "data analyst",
-    "freelance illustrator",
-    "mechanical engineer",
-    "project manager",
-    "graduate student",
-    "physiotherapist",
-    "marketing manager",
-];
-
-/// (city, UTC offset in hours, latitude, longitude).
-const CITIES: &[(&str, i32, f64, f64)] = &[
-    ("Berlin", 1, 52.52, 13.405),
-    ("Lisbon", 0, 38.7223, -9.1393),
-    ("Chicago", -6, 41.8781, -87.6298),
-    ("Toronto", -5, 43.6532, -79.3832),
-    ("Seattle", -8, 47.6062, -122.3321),
-    ("Austin", -6, 30.2672, -97.7431),
-    ("Melbourne", 10, -37.8136, 144.9631),
-    ("Osaka", 9, 34.6937, 135.5023),
-    ("Dublin", 0, 53.3498, -6.2603),
-    ("Denver", -7, 39.7392, -104.9903),
-    ("São Paulo", -3, -23.5505, -46.6333),
-];
-
-/// One interest: topics are `verb:topic|facet|!state|…` (facets are noun phrases that follow
-/// the topic; `!` marks a problem state, "not bubbling"). Sites: `wiki`, `yt`, `crate`,
-/// `r:<subreddit>`, `qa:<domain>:<name>` (Stack Exchange), `blog:<domain>:<name>`,
-/// `docs:<domain>:<name>`.
-struct InterestDef {
-    name: &'static str,
-    about: &'static str,
-    episodic: bool,
-    topics: &'static [&'static str],
-    entities: &'static [&'static str],
-    sites: &'static [&'static str],
-    snippets: &'static [(&'static str, &'static str)],
-}
-
+/// An interest of `interests.json` with its topics and sites parsed.
 struct ParsedInterest {
     def: &'static InterestDef,
     topics: Vec<Topic>,
@@ -2976,7 +2609,7 @@ enum Site {
 
 fn interests() -> &'static [ParsedInterest] {
     static PARSED: OnceLock<Vec<ParsedInterest>> = OnceLock::new();
-    PARSED.get_or_init(|| INTERESTS.iter().map(parse_interest).collect())
+    PARSED.get_or_init(|| vocab().interests.iter().map(parse_interest).collect())
 }
 
 fn parse_interest(def: &'static InterestDef) -> ParsedInterest {
@@ -3031,470 +2664,6 @@ fn parse_interest(def: &'static InterestDef) -> ParsedInterest {
         .collect();
     ParsedInterest { def, topics, sites }
 }
-
-const INTERESTS: &[InterestDef] = &[
-    InterestDef {
-        name: "cooking",
-        about: "I cook most evenings and bake bread on weekends.",
-        episodic: false,
-        topics: &[
-            "make:sourdough starter|hydration|feeding schedule|rye flour|!not bubbling|!smells like acetone",
-            "season:cast iron skillet|seasoning|cleaning with soap|flaxseed oil|!rusting|!sticky after seasoning",
-            "braise:short ribs|oven temperature|red wine braise|make ahead|!tough after 3 hours",
-            "sharpen:chef knife|whetstone grit|honing angle|carbon steel vs stainless|!dull after sharpening",
-            "ferment:hot sauce|salt percentage|fermentation time|!kahm yeast|!mold on top",
-            "make:fresh pasta|egg yolk ratio|semolina|rolling without a machine|!dough too dry",
-            "cook:sous vide steak|time and temperature|searing after|ribeye vs strip|!grey band",
-            "make:chicken stock|pressure cooker|gelatin|freezing|!cloudy stock",
-            "bake:focaccia|overnight cold proof|olive oil amount|dimpling|!dense crumb",
-            "cook:risotto|stock ratio|arborio vs carnaroli|!gluey texture",
-            "make:crème brûlée|custard ratio|torching sugar|!curdled custard",
-            "make:ramen broth|tonkotsu|tare|pork bones|!not emulsified",
-        ],
-        entities: &[
-            "Kenji Lopez-Alt", "Serious Eats", "Samin Nosrat", "Lodge", "Le Creuset", "King Arthur", "Anova",
-            "Instant Pot", "Ottolenghi", "Bon Appétit",
-        ],
-        sites: &[
-            "wiki", "r:Cooking", "r:Sourdough", "blog:seriouseats.com:Serious Eats",
-            "blog:bonappetit.com:Bon Appétit", "blog:kingarthurbaking.com:King Arthur Baking", "yt",
-            "qa:cooking.stackexchange.com:Seasoned Advice",
-        ],
-        snippets: &[],
-    },
-    InterestDef {
-        name: "rust programming",
-        about: "I'm a backend developer learning Rust.",
-        episodic: false,
-        topics: &[
-            "fix:borrow checker|mutable borrow|two mutable references|non-lexical lifetimes|!cannot borrow as mutable",
-            "use:lifetimes|elision rules|'static bound|struct with references|!missing lifetime specifier",
-            "use:async await|tokio runtime|Send bound|select! macro|!future is not Send",
-            "implement:trait objects|dyn Trait|object safety|generics vs dyn|!trait cannot be made into an object",
-            "handle:error handling|? operator|thiserror vs anyhow|custom error type|!the trait From is not implemented",
-            "use:iterators|collect into HashMap|iter vs into_iter|zip and enumerate|!value moved here",
-            "write:procedural macros|derive macro|syn and quote|attribute macro|!proc macro panicked",
-            "share:Arc and Mutex|shared state|RwLock|Arc<Mutex<Vec>>|!deadlock",
-            "set up:cargo workspace|feature flags|build.rs|path dependencies|!failed to select a version",
-            "use:serde|rename_all|untagged enum|deserialize_with|!missing field",
-            "write:unsafe code|raw pointers|MaybeUninit|FFI with C|!undefined behavior in miri",
-            "profile:rust performance|criterion benchmarks|flamegraph|release profile|!slow compile times",
-        ],
-        entities: &[
-            "tokio", "serde", "anyhow", "rayon", "clippy", "axum", "miri", "reqwest", "The Rust Book",
-            "Jon Gjengset",
-        ],
-        sites: &[
-            "crate", "so:stackoverflow.com:Stack Overflow", "r:rust",
-            "docs:doc.rust-lang.org:The Rust Programming Language", "yt", "blog:fasterthanli.me:fasterthanli.me",
-            "qa:users.rust-lang.org:The Rust Programming Language Forum",
-        ],
-        snippets: &[
-            ("rust", "fn longest(a: &str, b: &str) -> &str {\n    if a.len() > b.len() { a } else { b }\n}"),
-            ("rust", "let mut v = vec![1, 2, 3];\nlet first = &v[0];\nv.push(4);\nprintln!(\"{first}\");"),
-            ("rust", "tokio::spawn(async move {\n    let guard = state.lock().unwrap();\n    fetch(&guard).await;\n});"),
-            ("rust", "impl From<io::Error> for AppError {\n    fn from(e: io::Error) -> Self { AppError::Io(e) }\n}"),
-        ],
-    },
-    InterestDef {
-        name: "marathon training",
-        about: "I'm training for my first marathon.",
-        episodic: true,
-        topics: &[
-            "follow:marathon training plan|16 week plan|mileage per week|taper|!missed a long run",
-            "run:long run|long run pace|fueling|!hitting the wall",
-            "do:tempo runs|lactate threshold|heart rate zones|!too hard",
-            "choose:running shoes|carbon plate|stack height|shoe rotation|!blisters",
-            "prevent:shin splints|calf raises|rest days|!pain after running",
-            "treat:IT band syndrome|foam rolling|strengthening exercises|!knee pain outside",
-            "use:energy gels|caffeine|gels per hour|!stomach cramps",
-            "run:easy runs|zone 2|cadence|!heart rate too high",
-            "plan:race day|pacing strategy|negative split|dinner the night before|!nerves",
-            "do:strength training for runners|single leg work|plyometrics|!sore legs",
-        ],
-        entities: &[
-            "Hal Higdon", "Pfitzinger", "Garmin", "Strava", "Nike Vaporfly", "Hoka Clifton", "Berlin Marathon",
-            "Maurten", "Eliud Kipchoge", "Runna",
-        ],
-        sites: &[
-            "wiki", "r:running", "r:AdvancedRunning", "blog:runnersworld.com:Runner's World",
-            "blog:halhigdon.com:Hal Higdon", "yt",
-        ],
-        snippets: &[],
-    },
-    InterestDef {
-        name: "home renovation",
-        about: "We bought a 1950s house and renovate it ourselves.",
-        episodic: true,
-        topics: &[
-            "install:laminate flooring|underlayment|expansion gap|over concrete|!floor buckling",
-            "patch:drywall|patching a hole|mud and tape|skim coat|!cracks in drywall",
-            "tile:bathroom tile|grout lines|thinset|waterproof membrane|!grout cracking",
-            "paint:interior walls|primer|eggshell vs satin|cutting in|!paint peeling",
-            "replace:kitchen cabinets|refacing cost|soft close hinges|!cabinet doors not aligned",
-            "insulate:attic insulation|R value|blown in cellulose|vapor barrier|!condensation",
-            "wire:electrical outlet|GFCI|20 amp circuit|permit|!outlet not working",
-            "fix:leaky faucet|cartridge|shutoff valve|!dripping after replacing",
-            "install:heat pump|sizing BTU|mini split|rebates|!short cycling",
-            "refinish:hardwood floors|sanding|polyurethane|!water stains",
-            "seal:drafty windows|caulk|weatherstripping|double glazing|!draft",
-        ],
-        entities: &[
-            "Home Depot", "Lowe's", "This Old House", "DeWalt", "Schluter", "Sherwin-Williams", "Kilz",
-            "Mitsubishi", "Festool",
-        ],
-        sites: &[
-            "r:HomeImprovement", "r:DIY", "qa:diy.stackexchange.com:Home Improvement Stack Exchange",
-            "blog:thisoldhouse.com:This Old House", "blog:familyhandyman.com:Family Handyman", "yt", "wiki",
-        ],
-        snippets: &[],
-    },
-    InterestDef {
-        name: "tax law",
-        about: "I'm a freelancer and do my own taxes.",
-        episodic: true,
-        topics: &[
-            "pay:quarterly estimated taxes|safe harbor|due dates|form 1040-ES|!underpayment penalty",
-            "claim:home office deduction|simplified method|square footage|!audit risk",
-            "calculate:self employment tax|SE tax rate|social security wage base|!tax bill too high",
-            "open:SEP IRA|contribution limit|solo 401k vs SEP IRA|!excess contribution",
-            "deduct:business expenses|mileage rate|meals|depreciation|!receipts lost",
-            "choose:LLC vs S corp|reasonable salary|payroll|!double taxation",
-            "report:capital gains|wash sale rule|short term vs long term|!cost basis missing",
-            "file:1099-NEC|1099-K threshold|backup withholding|!received wrong 1099",
-            "file:tax extension|form 4868|state extension|!penalty for late filing",
-            "claim:qualified business income deduction|section 199A|specified service trade|!phase out",
-        ],
-        entities: &[
-            "IRS", "TurboTax", "H&R Block", "FreeTaxUSA", "Schedule C", "Publication 587", "CPA", "QuickBooks",
-        ],
-        sites: &[
-            "docs:irs.gov:Internal Revenue Service", "r:tax", "r:personalfinance", "blog:nerdwallet.com:NerdWallet",
-            "blog:investopedia.com:Investopedia", "wiki", "qa:money.stackexchange.com:Personal Finance & Money Stack Exchange",
-        ],
-        snippets: &[],
-    },
-    InterestDef {
-        name: "birdwatching",
-        about: "I go birding most weekends.",
-        episodic: false,
-        topics: &[
-            "identify:warblers|fall plumage|songs|yellow-rumped warbler|!confusing fall warblers",
-            "choose:binoculars|8x42 vs 10x42|close focus|waterproofing|!blurry at distance",
-            "find:owls|owling etiquette|calls at night|!no owls anywhere",
-            "set up:backyard feeders|suet|nyjer seed|!squirrels raiding",
-            "record:bird songs|parabolic microphone|spectrogram|!too much wind noise",
-            "follow:spring migration|radar forecast|fallout|!slow day",
-            "photograph:birds in flight|shutter speed|autofocus settings|!motion blur",
-            "identify:hawks|red-tailed hawk vs cooper's hawk|field marks|!juvenile plumage",
-            "visit:shorebird hotspots|tide timing|peeps|!heat shimmer",
-        ],
-        entities: &[
-            "Merlin Bird ID", "eBird", "Sibley Guide", "Cornell Lab", "Audubon", "Swarovski", "Vortex", "BirdCast",
-        ],
-        sites: &[
-            "wiki", "r:birding", "r:whatsthisbird", "blog:allaboutbirds.org:All About Birds",
-            "blog:audubon.org:Audubon", "yt",
-        ],
-        snippets: &[],
-    },
-    InterestDef {
-        name: "photography",
-        about: "I shoot with a mirrorless camera as a hobby.",
-        episodic: false,
-        topics: &[
-            "use:aperture priority|depth of field|auto ISO|!photos too dark",
-            "shoot:night sky|500 rule|star trails|milky way|!noisy images",
-            "edit:lightroom presets|color grading|masking|!skin tones too orange",
-            "choose:prime lens|35mm vs 50mm|used lenses|!soft corners",
-            "learn:composition|rule of thirds|leading lines|!photos look flat",
-            "shoot:film photography|Portra 400|developing at home|!light leak",
-            "set up:portrait lighting|off camera flash|reflector|!harsh shadows",
-            "clean:camera sensor|sensor swab|blower|!dust spots",
-        ],
-        entities: &[
-            "Fujifilm X-T5", "Sony A7 IV", "Lightroom", "Capture One", "Kodak", "Peak Design", "DPReview", "Sigma",
-        ],
-        sites: &[
-            "wiki", "r:photography", "r:AskPhotography", "qa:photo.stackexchange.com:Photography Stack Exchange",
-            "blog:dpreview.com:DPReview", "blog:petapixel.com:PetaPixel", "yt",
-        ],
-        snippets: &[],
-    },
-    InterestDef {
-        name: "vegetable gardening",
-        about: "I grow vegetables in raised beds.",
-        episodic: true,
-        topics: &[
-            "build:raised beds|soil mix|cedar vs pine|bed depth|!weeds coming through",
-            "grow:tomatoes|pruning suckers|staking|blossom end rot|!leaves turning yellow",
-            "start:seeds indoors|grow lights|hardening off|!leggy seedlings|!damping off",
-            "make:compost|greens and browns|hot composting|worm bin|!compost smells",
-            "plant:garlic|planting time|hardneck vs softneck|!small bulbs",
-            "control:aphids|neem oil|ladybugs|!sticky leaves",
-            "install:drip irrigation|timer|mulch|!uneven watering",
-            "plan:companion planting|succession planting|crop rotation|!crowded beds",
-        ],
-        entities: &[
-            "Epic Gardening", "Johnny's Seeds", "Baker Creek", "Charles Dowding", "Old Farmer's Almanac", "RHS",
-            "Espoma",
-        ],
-        sites: &[
-            "r:gardening", "r:vegetablegardening", "blog:epicgardening.com:Epic Gardening",
-            "blog:almanac.com:Old Farmer's Almanac", "blog:extension.umn.edu:UMN Extension", "yt", "wiki",
-        ],
-        snippets: &[],
-    },
-    InterestDef {
-        name: "personal finance",
-        about: "I'm investing for retirement with index funds.",
-        episodic: false,
-        topics: &[
-            "buy:index funds|expense ratio|total market vs S&P 500|rebalancing|!fund dropped",
-            "open:Roth IRA|income limit|backdoor Roth|!excess contribution",
-            "build:emergency fund|how many months|high yield savings|!dipping into it",
-            "pay off:mortgage|extra principal|refinance|!PMI still charged",
-            "hold:bond funds|duration|treasury ladder|!interest rate risk",
-            "plan:early retirement|4% rule|FIRE number|!sequence of returns risk",
-            "use:budgeting app|zero based budget|envelope method|!overspending",
-            "choose:target date fund|glide path|!too conservative",
-        ],
-        entities: &[
-            "Vanguard", "Fidelity", "Bogleheads", "VTSAX", "YNAB", "Charles Schwab", "Morningstar", "Ally",
-        ],
-        sites: &[
-            "r:personalfinance", "r:Bogleheads", "blog:bogleheads.org:Bogleheads.org",
-            "blog:investopedia.com:Investopedia", "blog:nerdwallet.com:NerdWallet", "wiki", "yt",
-        ],
-        snippets: &[],
-    },
-    InterestDef {
-        name: "machine learning",
-        about: "I work on ML models at my job.",
-        episodic: false,
-        topics: &[
-            "train:transformer|attention mask|positional encoding|learning rate warmup|!loss not decreasing",
-            "fine-tune:LLM|LoRA rank|QLoRA|gradient checkpointing|!CUDA out of memory",
-            "use:embeddings|cosine similarity|sentence transformers|normalization|!poor retrieval",
-            "evaluate:classifier|precision recall|ROC AUC|confusion matrix|!class imbalance",
-            "tune:hyperparameters|learning rate|batch size|early stopping|!overfitting",
-            "deploy:model serving|ONNX export|quantization|batching|!slow inference",
-            "build:RAG pipeline|chunking|reranking|BM25 hybrid|!hallucinated citations",
-            "understand:gradient descent|Adam optimizer|weight decay|!exploding gradients",
-        ],
-        entities: &[
-            "PyTorch", "Hugging Face", "scikit-learn", "CUDA", "Weights & Biases", "Andrej Karpathy", "JAX", "vLLM",
-        ],
-        sites: &[
-            "so:stackoverflow.com:Stack Overflow", "r:MachineLearning", "r:LocalLLaMA", "docs:pytorch.org:PyTorch",
-            "blog:huggingface.co:Hugging Face", "wiki", "yt", "qa:stats.stackexchange.com:Cross Validated",
-        ],
-        snippets: &[
-            ("python", "loss = criterion(model(x), y)\nloss.backward()\noptimizer.step()\n# loss stays at 2.30"),
-            ("python", "emb = model.encode(docs, normalize_embeddings=True)\nscores = emb @ q.T"),
-        ],
-    },
-    InterestDef {
-        name: "japan travel",
-        about: "We're planning a trip to Japan.",
-        episodic: true,
-        topics: &[
-            "plan:Japan itinerary|2 weeks|Kyoto day trips|off season|!too rushed",
-            "buy:JR Pass|price increase|Shinkansen reservations|!worth it after the price increase",
-            "book:ryokan|onsen etiquette|kaiseki dinner|!tattoos at onsen",
-            "visit:Kyoto temples|Fushimi Inari early morning|Arashiyama|!crowds",
-            "use:Suica card|iPhone wallet|airport train|!card not working",
-            "find:Tokyo food|izakaya|ramen shops|reservations|!vegetarian options",
-            "pack:Japan in spring|cherry blossom forecast|!rainy season",
-            "visit:Hakone|Mount Fuji view|Hakone free pass|!cloudy",
-        ],
-        entities: &[
-            "Japan Rail Pass", "Tabelog", "Google Maps", "Narita", "Haneda", "Lonely Planet", "Japan Guide", "京都",
-        ],
-        sites: &[
-            "r:JapanTravel", "blog:japan-guide.com:japan-guide.com", "blog:lonelyplanet.com:Lonely Planet",
-            "blog:tripadvisor.com:Tripadvisor", "wiki", "yt",
-        ],
-        snippets: &[],
-    },
-    InterestDef {
-        name: "chess",
-        about: "I play chess online most days.",
-        episodic: false,
-        topics: &[
-            "play:Sicilian Defense|Najdorf|main lines|!losing to 2.c3",
-            "study:rook endgames|Lucena position|Philidor position|!can't convert winning positions",
-            "train:tactics|puzzle rush|calculation|!blundering pieces",
-            "play:London System|Jobava London|typical plans|!struggling against the King's Indian",
-            "understand:pawn structure|isolated queen pawn|minority attack|!bad bishop",
-            "manage:time management|increment|premoves|!time trouble",
-            "play:Caro-Kann|Advance Variation|!passive positions",
-        ],
-        entities: &[
-            "Magnus Carlsen", "Lichess", "Chess.com", "Stockfish", "Hikaru Nakamura", "GothamChess",
-            "Daniel Naroditsky", "Silman",
-        ],
-        sites: &[
-            "wiki", "r:chess", "r:chessbeginners", "blog:chess.com:Chess.com", "blog:lichess.org:lichess.org", "yt",
-        ],
-        snippets: &[],
-    },
-    InterestDef {
-        name: "woodworking",
-        about: "I do hand-tool woodworking in my garage.",
-        episodic: false,
-        topics: &[
-            "cut:dovetail joints|hand cut|marking gauge|through vs half blind|!gaps in dovetails",
-            "tune:hand plane|blade camber|chipbreaker|!tear out",
-            "build:workbench|Roubo|leg vise|top thickness|!racking",
-            "apply:oil finish|tung oil vs danish oil|drying time|!sticky finish",
-            "use:table saw|crosscut sled|blade height|!kickback",
-            "glue:panel glue up|clamping pressure|cauls|!joints not flush",
-            "buy:hardwood lumber|rough sawn|moisture content|!wood movement",
-        ],
-        entities: &[
-            "Paul Sellers", "Festool", "Lie-Nielsen", "Titebond", "SawStop", "Fine Woodworking", "Veritas",
-        ],
-        sites: &[
-            "r:woodworking", "r:handtools", "blog:finewoodworking.com:Fine Woodworking",
-            "blog:popularwoodworking.com:Popular Woodworking", "yt", "wiki",
-        ],
-        snippets: &[],
-    },
-    InterestDef {
-        name: "toddler parenting",
-        about: "I have a two-year-old.",
-        episodic: false,
-        topics: &[
-            "handle:toddler tantrums|calm down corner|consistency|!hitting",
-            "fix:toddler sleep|bedtime routine|dropping the nap|!waking at 5am",
-            "plan:toddler meals|picky eating|iron rich foods|!refuses vegetables",
-            "start:potty training|3 day method|night training|!regression",
-            "support:speech development|words at 2|speech therapy|!not talking yet",
-            "choose:daycare|daycare cost|questions to ask|!separation anxiety",
-            "limit:screen time|educational apps|!meltdown when the tv goes off",
-        ],
-        entities: &[
-            "Janet Lansbury", "Emily Oster", "Big Little Feelings", "Montessori", "AAP", "Dr. Becky", "Hatch",
-        ],
-        sites: &[
-            "r:toddlers", "r:Parenting", "blog:healthychildren.org:HealthyChildren.org",
-            "blog:babycenter.com:BabyCenter", "wiki", "yt",
-        ],
-        snippets: &[],
-    },
-];
-
-const NOISE_QUERIES: &[&str] = &[
-    "weather {city}",
-    "{city} weather tomorrow",
-    "flight {airline} {n3} status",
-    "{n2} usd to eur",
-    "convert {n1} cups to ml",
-    "pizza near me",
-    "pharmacy open now",
-    "translate thank you to {lang}",
-    "gmail",
-    "youtube",
-    "amazon return policy",
-    "{team} score",
-    "movie showtimes {city}",
-    "post office hours",
-    "time in {city}",
-    "timer {n1} minutes",
-    "how many days until {holiday}",
-    "lyrics {song}",
-    "{celebrity} age",
-    "dentist near me",
-    "{n2} f to c",
-    "how to screenshot on mac",
-    "define {word}",
-    "how to spell {word}",
-    "ups tracking",
-    "{holiday} {year} date",
-    "coffee shop open late {city}",
-    "recycling pickup schedule {city}",
-];
-
-const NOISE_PAGES: &[(&str, &str)] = &[
-    ("Gmail - Inbox", "https://mail.google.com/mail/u/0/#inbox"),
-    ("YouTube", "https://www.youtube.com/"),
-    (
-        "Amazon.com. Spend less. Smile more.",
-        "https://www.amazon.com/",
-    ),
-    ("Netflix", "https://www.netflix.com/browse"),
-    ("{city} - BBC Weather", "https://www.bbc.com/weather/{n7}"),
-    (
-        "Google Translate",
-        "https://translate.google.com/?sl=en&tl=ja&op=translate",
-    ),
-];
-
-const NOISE_ARTICLES: &[(&str, &str)] = &[
-    (
-        "{headline} - BBC News",
-        "https://www.bbc.com/news/articles/c{id}o",
-    ),
-    (
-        "{headline} | Reuters",
-        "https://www.reuters.com/world/{id}/",
-    ),
-    (
-        "Tracking | UPS - United States",
-        "https://www.ups.com/track?loc=en_US&tracknum=1Z{id}",
-    ),
-    (
-        "{word} Definition & Meaning - Merriam-Webster",
-        "https://www.merriam-webster.com/dictionary/{word}?src={id}",
-    ),
-];
-
-/// (title, prompt, answer).
-const NOISE_CHATS: &[(&str, &str, &str)] = &[
-    (
-        "Birthday Message for {Relation}",
-        "write a short birthday message for my {relation}",
-        "Happy birthday! Wishing you a year full of good surprises, easy mornings and plenty of reasons to laugh. Thanks for always being there.",
-    ),
-    (
-        "Translate to {lang}",
-        "translate to {lang}: see you next week, and thanks again for dinner",
-        "Here is a natural translation, with a slightly more formal alternative below it in case you need one.",
-    ),
-    (
-        "Dinner Idea with {ingredient}",
-        "give me a quick dinner idea with {ingredient} and {ingredient}",
-        "Try a one-pan skillet: brown the {ingredient} with garlic, add the {ingredient}, season well and finish with lemon. About 20 minutes.",
-    ),
-    (
-        "Declining a Meeting Politely",
-        "what's a polite way to decline a meeting invite from my manager",
-        "You could say: \"Thanks for including me. I have a conflict at that time; could you share notes afterwards, or should we find another slot?\"",
-    ),
-    (
-        "{movie} Plot Summary",
-        "summarize the plot of {movie} in 3 sentences",
-        "Here is a three-sentence summary without major spoilers, focusing on the premise and the main character's goal.",
-    ),
-    (
-        "Email to Landlord About Heating",
-        "help me write an email asking my landlord to fix the heating in {city}",
-        "Subject: Heating repair request. Hello, the heating in my apartment has not been working since Monday. Could you arrange a repair this week? Thank you.",
-    ),
-];
-
-const NOISE_FOLLOWUPS: &[(&str, &str)] = &[
-    (
-        "make it shorter",
-        "Sure, here is a shorter version that keeps the main point.",
-    ),
-    (
-        "more formal please",
-        "Here is a more formal version suitable for work.",
-    ),
-    ("thanks!", "You're welcome!"),
-];
 
 // ---------------------------------------------------------------------------------------------
 
@@ -3675,9 +2844,9 @@ mod tests {
             assert!((2..=12).contains(&turns.len()), "{}", turns.len());
             for (i, t) in turns.iter().enumerate() {
                 let want = if i % 2 == 0 {
-                    crate::history::TurnRole::User
+                    rudder::history::TurnRole::User
                 } else {
-                    crate::history::TurnRole::Assistant
+                    rudder::history::TurnRole::Assistant
                 };
                 assert_eq!(t.role, want);
                 assert!(!t.text.trim().is_empty());

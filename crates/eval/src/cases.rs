@@ -28,9 +28,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::EvalError;
-use crate::embed::{cosine, Embedder};
-use crate::history::Progress;
-use crate::llm::{GenerationOptions, Llm, LlmError, Message, OutputFormat, Request, Usage};
+use rudder::embed::{cosine, Embedder};
+use rudder::history::Progress;
+use rudder::llm::{GenerationOptions, Llm, LlmError, Message, OutputFormat, Request, Usage};
 
 /// A generated profile closer than this (cosine) to an accepted one for the same question is
 /// discarded (STEER Appendix E, after ALOE).
@@ -53,10 +53,10 @@ pub const CASES_FILE: &str = "cases.jsonl";
 
 /// The prompt sources, hashed into `prompts_version` so a case records which wording made it.
 const PROMPT_SOURCES: [&str; 4] = [
-    include_str!("../../prompts/eval_case_profile.md"),
-    include_str!("../../prompts/eval_case_personality.md"),
-    include_str!("../../prompts/eval_case_aspects.md"),
-    include_str!("../../prompts/eval_case_history.md"),
+    include_str!("../prompts/eval_case_profile.md"),
+    include_str!("../prompts/eval_case_personality.md"),
+    include_str!("../prompts/eval_case_aspects.md"),
+    include_str!("../prompts/eval_case_history.md"),
 ];
 
 /// One Researchy question.
@@ -360,7 +360,7 @@ fn write_cases(path: &Path, cases: &[EvalCase]) -> Result<(), EvalError> {
         lines.push_str(&line);
         lines.push('\n');
     }
-    crate::fsutil::write_atomic(path, lines.as_bytes()).map_err(|e| EvalError::Case {
+    rudder::fsutil::write_atomic(path, lines.as_bytes()).map_err(|e| EvalError::Case {
         case: path.display().to_string(),
         message: e.to_string(),
     })
@@ -500,7 +500,7 @@ impl Builder<'_> {
                 case: label.clone(),
                 message: e.to_string(),
             })?;
-            crate::fsutil::write_atomic(&path, &bytes).map_err(|e| EvalError::Case {
+            rudder::fsutil::write_atomic(&path, &bytes).map_err(|e| EvalError::Case {
                 case: label.clone(),
                 message: e.to_string(),
             })?;
@@ -669,7 +669,7 @@ impl Builder<'_> {
     where
         T: DeserializeOwned + JsonSchema,
     {
-        let schema = crate::llm::schema_of::<T>();
+        let schema = rudder::llm::schema_of::<T>();
         let mut budget = max_tokens;
         let mut attempt = 0;
         let mut feedback = String::new();
@@ -696,7 +696,7 @@ impl Builder<'_> {
                         source,
                     })?;
             self.usage += completion.usage;
-            let outcome = crate::llm::parse_json::<T>(&completion.text).and_then(|draft| {
+            let outcome = rudder::llm::parse_json::<T>(&completion.text).and_then(|draft| {
                 check(draft, attempt >= 2).map_err(|message| LlmError::InvalidOutput {
                     message,
                     output: completion.text.chars().take(500).collect(),

@@ -1,25 +1,59 @@
-//! `rudder eval`: offline evaluations against labelled cases.
+//! `rudder-eval`, the binary behind `rudder eval`: offline evaluations against labelled cases.
+//! `rudder` runs it with its own command line, so it takes `rudder`'s global flags and the
+//! `eval` subcommand (`rudder-eval eval …` works directly too).
 //!
 //! `rudder eval retrieval CASES.jsonl` reads the JSON Lines cases described in
-//! `rudder::eval::retrieval`, imports each user's export folder into a scratch history, and
+//! `rudder_eval::retrieval`, imports each user's export folder into a scratch history, and
 //! prints nDCG@10, nDCG@20 and recall@20 for raw, CoT, pseudo-history and fused queries as a
 //! Markdown table (or the whole report with `--json`). The chat model that writes the
 //! expansions is `--model` (or the configured one); the embedder is the configured one.
 //!
 //! `rudder eval build-cases --out DIR` builds persona × query × aspect cases with synthetic
-//! histories (`rudder::eval::cases`) from `../shared/eval/` and writes `DIR/cases.jsonl` and
+//! histories (`rudder_eval::cases`) from `../shared/eval/` and writes `DIR/cases.jsonl` and
 //! `DIR/histories/<case>/conversations.json`; the same seed, data and model give the same files.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::Subcommand;
+use clap::{Parser, Subcommand};
 use rudder::embed::FastEmbedder;
 use rudder::models::{ModelState, ModelStore};
+use rudder_cli::progress::CountProgress;
+use rudder_cli::{Ctx, GlobalArgs};
 
-use super::progress::CountProgress;
-use super::Ctx;
+/// The `rudder` command line, as far as `eval` goes.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rudder",
+    bin_name = "rudder",
+    version,
+    about = "Private, steerable deep research on your own machine: the evaluation commands \
+             (`rudder eval`, the rudder-eval binary)"
+)]
+struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: Top,
+}
+
+#[derive(Debug, Subcommand)]
+enum Top {
+    /// Evaluate retrieval and reports.
+    #[command(subcommand)]
+    Eval(EvalCommand),
+}
+
+fn main() -> ExitCode {
+    rudder_cli::start();
+    let cli = Cli::parse();
+    rudder_cli::init_logging(cli.global.verbose);
+    rudder_cli::finish(cli.global.ctx().and_then(|ctx| {
+        let Top::Eval(cmd) = cli.command;
+        run(&ctx, cmd)
+    }))
+}
 
 #[derive(Debug, Subcommand)]
 pub enum EvalCommand {
@@ -61,8 +95,6 @@ pub enum EvalCommand {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
-    /// Run systems on cases with the same engine and model, judge every report, and write
-    /// records.json, table.md (STEER Table 1 shaped) and c0.svg to DIR.
     /// Merge the records of several `eval run` folders (e.g. one sweep split across
     /// processes) into one table.md, c0.svg and records.json in DIR.
     Table {
@@ -72,6 +104,8 @@ pub enum EvalCommand {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Run systems on cases with the same engine and model, judge every report, and write
+    /// records.json, table.md (STEER Table 1 shaped) and c0.svg to DIR.
     Run {
         /// Cases from `rudder eval build-cases`.
         cases: PathBuf,
@@ -124,7 +158,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
             seed,
             out,
         } => {
-            let options = rudder::eval::BuildOptions {
+            let options = rudder_eval::BuildOptions {
                 queries,
                 personas_per_query,
                 seed,
@@ -153,8 +187,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
             let mut parsed = Vec::new();
             for name in systems.split(',') {
                 parsed.extend(
-                    rudder::eval::runner::System::parse(name, &sweep)
-                        .map_err(anyhow::Error::msg)?,
+                    rudder_eval::runner::System::parse(name, &sweep).map_err(anyhow::Error::msg)?,
                 );
             }
             let options = RunOptions {
@@ -172,7 +205,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
 }
 
 struct RunOptions {
-    systems: Vec<rudder::eval::runner::System>,
+    systems: Vec<rudder_eval::runner::System>,
     judge: Option<String>,
     judge_model: String,
     depth: u32,
@@ -199,7 +232,7 @@ struct RunManifest<'a> {
     /// The date the prompts see (`RUDDER_DATE`), when pinned.
     prompt_date: Option<String>,
     threads: usize,
-    judge_settings: rudder::eval::JudgeSettings,
+    judge_settings: rudder_eval::JudgeSettings,
     /// The research settings of each system, in `systems` order.
     research: Vec<rudder::research::ResearchSettings>,
     command: Vec<String>,
@@ -219,10 +252,10 @@ fn run_eval(
     options: &RunOptions,
     out: &std::path::Path,
 ) -> anyhow::Result<ExitCode> {
-    use rudder::eval::runner::{research_settings, run_case, RunContext};
     use rudder::llm::replay::ReplayCache;
     use rudder::llm::Llm;
-    let mut cases = rudder::eval::read_eval_cases(cases_path)?;
+    use rudder_eval::runner::{research_settings, run_case, RunContext};
+    let mut cases = rudder_eval::read_eval_cases(cases_path)?;
     if let Some(n) = options.limit {
         cases.truncate(n);
     }
@@ -295,7 +328,7 @@ fn run_eval(
         docs_dir: run_ctx.docs_dir.display().to_string(),
         prompt_date: std::env::var("RUDDER_DATE").ok(),
         threads: ctx.settings.llama.effective_threads(),
-        judge_settings: rudder::eval::JudgeSettings::default(),
+        judge_settings: rudder_eval::JudgeSettings::default(),
         research: options
             .systems
             .iter()
@@ -361,13 +394,13 @@ fn run_eval(
 /// that was stopped), is left out of every row; its records stay in records.json.
 fn write_summary(
     out: &std::path::Path,
-    records: &[rudder::eval::summary::RunRecord],
+    records: &[rudder_eval::summary::RunRecord],
     failures: &[RunFailure],
 ) -> anyhow::Result<()> {
     let failed: std::collections::BTreeSet<String> =
         failures.iter().map(|f| f.case_id.clone()).collect();
-    let (compared, incomplete) = rudder::eval::summary::comparable_records(records, &failed);
-    let mut table = rudder::eval::summary::markdown_table(&compared);
+    let (compared, incomplete) = rudder_eval::summary::comparable_records(records, &failed);
+    let mut table = rudder_eval::summary::markdown_table(&compared);
     if !failures.is_empty() {
         table.push_str(&format!(
             "\n{} run(s) failed (failures.json); their {} case(s) are left out of every row.\n",
@@ -384,7 +417,7 @@ fn write_summary(
     }
     std::fs::write(out.join("table.md"), &table)
         .with_context(|| format!("writing {}", out.join("table.md").display()))?;
-    rudder::eval::summary::plot_against_c0(&compared, &out.join("c0.svg"))?;
+    rudder_eval::summary::plot_against_c0(&compared, &out.join("c0.svg"))?;
     print!("{table}");
     eprintln!(
         "{} runs ({} failed): {}, {}, {}",
@@ -401,7 +434,7 @@ fn write_summary(
 fn merge_runs(runs: &[PathBuf], out: &std::path::Path) -> anyhow::Result<ExitCode> {
     #[derive(serde::Deserialize)]
     struct Output {
-        record: rudder::eval::summary::RunRecord,
+        record: rudder_eval::summary::RunRecord,
     }
     let mut outputs: Vec<serde_json::Value> = Vec::new();
     let mut records = Vec::new();
@@ -443,13 +476,13 @@ fn build_cases(
     ctx: &Ctx,
     eval_dir: &std::path::Path,
     split: &str,
-    options: &rudder::eval::BuildOptions,
+    options: &rudder_eval::BuildOptions,
     out: &std::path::Path,
 ) -> anyhow::Result<ExitCode> {
     if options.queries == 0 || options.personas_per_query == 0 {
         anyhow::bail!("--queries and --personas-per-query must be at least 1");
     }
-    let source = rudder::eval::EvalSource::load(eval_dir, split)?;
+    let source = rudder_eval::EvalSource::load(eval_dir, split)?;
     let store = ModelStore::open(&ctx.paths)?;
     let embedder = open_embedder(ctx, &store)?;
     let model = rudder::llm::open_chat(&store, &ctx.settings, ctx.model.as_deref())?;
@@ -458,7 +491,7 @@ fn build_cases(
     let llm = rudder::llm::replay::ReplayCache::open(model.as_ref(), &cache_path)
         .with_context(|| format!("opening {}", cache_path.display()))?;
     let progress = CountProgress::default();
-    let report = rudder::eval::build_cases(&source, &llm, &embedder, options, out, &progress)
+    let report = rudder_eval::build_cases(&source, &llm, &embedder, options, out, &progress)
         .with_context(|| format!("building cases from {}", source.split_dir.display()))?;
     let summary = serde_json::json!({
         "cases_file": report.cases_file,
@@ -512,7 +545,7 @@ fn retrieval(
     users: &[String],
     limit: Option<usize>,
 ) -> anyhow::Result<ExitCode> {
-    let mut cases = rudder::eval::load_cases(&cases_path)?;
+    let mut cases = rudder_eval::load_cases(&cases_path)?;
     if !users.is_empty() {
         cases.retain(|c| users.contains(&c.user));
     }
@@ -554,7 +587,7 @@ fn retrieval(
     };
     let base = cases_path.parent().unwrap_or(std::path::Path::new(""));
     let progress = CountProgress::default();
-    let report = rudder::eval::run_retrieval_eval_on(
+    let report = rudder_eval::run_retrieval_eval_on(
         &cases,
         base,
         &cases_path.display().to_string(),
@@ -579,4 +612,35 @@ fn retrieval(
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// clap's own consistency checks over the command line (no global flag clashes with a
+    /// subcommand's, defaults parse, …).
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    /// The line `rudder` hands over for `rudder eval table a --out b --threads 3`: `--threads`
+    /// after the subcommand's own arguments is the global flag.
+    #[test]
+    fn threads_is_a_global_flag() {
+        let cli = Cli::try_parse_from([
+            "rudder",
+            "eval",
+            "table",
+            "a",
+            "--out",
+            "b",
+            "--threads",
+            "3",
+        ])
+        .unwrap();
+        assert_eq!(cli.global.threads, Some(3));
+    }
 }

@@ -14,7 +14,7 @@
 //! * `history` is a folder of export files relative to the cases file (an absolute path is
 //!   used as is). Every case of one `user` must name the same folder; it is imported once into
 //!   a fresh history under the work dir and embedded with the evaluation's embedder.
-//! * Relevant sessions are named by [`Session::content_hash`](crate::history::Session), not by
+//! * Relevant sessions are named by [`Session::content_hash`](rudder::history::Session), not by
 //!   id: ids depend on import order, hashes do not. A labelled hash that the import does not
 //!   produce is an error (the labels and the export have drifted apart), not a silent miss.
 //! * `relevant_topics` and `why` document the hand-written labelling rule (`interest/topic` of
@@ -41,10 +41,10 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::EvalError;
-use crate::embed::Embedder;
-use crate::history::{Filter, History, ImportOptions, Progress};
-use crate::llm::{Llm, Usage};
-use crate::profile::{expand, retrieve, Expanded, Expansion, ExpansionMode};
+use rudder::embed::Embedder;
+use rudder::history::{Filter, History, ImportOptions, Progress};
+use rudder::llm::{Llm, Usage};
+use rudder::profile::{expand, retrieve, Expanded, Expansion, ExpansionMode};
 
 /// How many sessions each mode retrieves (the deepest cutoff reported).
 const DEPTH: usize = 20;
@@ -543,7 +543,7 @@ pub fn run_retrieval_eval_on(
             .files
             .iter()
             .filter_map(|f| match &f.status {
-                crate::history::FileStatus::Failed(why) => Some(format!("{}: {why}", f.file)),
+                rudder::history::FileStatus::Failed(why) => Some(format!("{}: {why}", f.file)),
                 _ => None,
             })
             .collect();
@@ -743,7 +743,7 @@ fn ids_by_hash(history: &History) -> Result<HashMap<String, i64>, EvalError> {
             }
             Ok(())
         })
-        .map_err(crate::history::HistoryError::from)?;
+        .map_err(rudder::history::HistoryError::from)?;
     Ok(ids)
 }
 

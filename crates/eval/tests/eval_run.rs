@@ -4,22 +4,23 @@
 //! the C0 plot. Small-model scores mean nothing; the test checks that the harness is whole and
 //! that the numbers are in range and consistent.
 
+#[path = "../../../tests/common/mod.rs"]
 mod common;
 
 use rudder::embed::{Embedder, FastEmbedder};
-use rudder::eval::cases::{CaseAspect, CasePersona, EvalCase};
-use rudder::eval::runner::{run_case, RunContext, System};
-use rudder::eval::summary::{markdown_table, plot_against_c0};
 use rudder::history::NoProgress;
 use rudder::llm::replay::ReplayCache;
 use rudder::sources::docs::Library;
+use rudder_eval::cases::{CaseAspect, CasePersona, EvalCase};
+use rudder_eval::runner::{run_case, RunContext, System};
+use rudder_eval::summary::{markdown_table, plot_against_c0};
 
 fn case(dir: &std::path::Path) -> EvalCase {
     let history = dir.join("histories/c1/conversations.json");
     std::fs::create_dir_all(history.parent().unwrap()).unwrap();
     std::fs::copy(
         format!(
-            "{}/tests/fixtures/history/chatgpt/conversations.json",
+            "{}/../../tests/fixtures/history/chatgpt/conversations.json",
             env!("CARGO_MANIFEST_DIR")
         ),
         &history,

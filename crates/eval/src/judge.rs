@@ -23,7 +23,7 @@ use serde_json::json;
 
 use super::persona::{clip, format_aspects, Aspect};
 use super::EvalError;
-use crate::llm::{GenerationOptions, Llm, LlmError, Message, OutputFormat, Request, Usage};
+use rudder::llm::{GenerationOptions, Llm, LlmError, Message, OutputFormat, Request, Usage};
 
 /// Tokens, calls and wall time spent by a judge or a simulated user.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -397,7 +397,7 @@ impl<'a> Judge<'a> {
                 return Err(EvalError::Judge { call, source });
             }
         };
-        let parsed: Result<T, LlmError> = crate::llm::parse_json(&completion.text);
+        let parsed: Result<T, LlmError> = rudder::llm::parse_json(&completion.text);
         // The call's own duration, so a completion replayed from a cache counts what it cost.
         self.add(Accounting {
             usage: completion.usage,

@@ -1,4 +1,4 @@
-//! The synthetic history generator (`rudder::history::synth`): determinism, exact counts, the
+//! The synthetic history generator (`rudder_synth`): determinism, exact counts, the
 //! real export shapes (Takeout My Activity JSON, ChatGPT `conversations.json` with its mapping
 //! tree, Claude `conversations.json`), and a round trip through the real importers that must
 //! give back exactly the sessions `synth::sessions` yields.
@@ -12,8 +12,8 @@ use chrono::{DateTime, Utc};
 use rudder::history::import::{
     collect, detect_from, parse_file, Detected, Format, ImportError, InputFile,
 };
-use rudder::history::synth::{self, Mix, SynthConfig, SynthSummary};
 use rudder::history::{HistorySource, Kind, Record, Session, SignalKind};
+use rudder_synth::{self as synth, Mix, SynthConfig, SynthSummary};
 use serde_json::Value;
 
 fn write(cfg: &SynthConfig) -> (tempfile::TempDir, SynthSummary) {

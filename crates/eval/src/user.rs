@@ -14,9 +14,9 @@ use serde_json::json;
 
 use super::judge::{budget, Accounting};
 use super::persona::{clip, format_aspects, PersonaCase};
-use crate::clarify::{ClarifyAnswer, ClarifyQuestion};
-use crate::llm::{GenerationOptions, Llm, LlmError, Message, OutputFormat, Request};
-use crate::research::{Interaction, PauseAnswer, PauseQuestion, ResearchError};
+use rudder::clarify::{ClarifyAnswer, ClarifyQuestion};
+use rudder::llm::{GenerationOptions, Llm, LlmError, Message, OutputFormat, Request};
+use rudder::research::{Interaction, PauseAnswer, PauseQuestion, ResearchError};
 
 /// Longest new follow-up question the grammar allows, in characters.
 pub const MAX_NEW_QUESTION_CHARS: usize = 200;
@@ -255,7 +255,7 @@ impl<'a> SimulatedUser<'a> {
         // The call's own duration, so a completion replayed from a cache counts what it cost.
         self.accounting.seconds += completion.timing.total.as_secs_f64();
         self.accounting.usage += completion.usage;
-        let parsed = crate::llm::parse_json(&completion.text);
+        let parsed = rudder::llm::parse_json(&completion.text);
         if parsed.is_err() {
             self.accounting.invalid_outputs += 1;
         }
