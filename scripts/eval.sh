@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The evaluation of issue 8 (STEER Table 1 on our engine), offline and reproducible:
-#   1. build CASES persona × query × aspect cases from ../shared/eval with the model (seeded;
+#   1. build CASES persona × query × aspect cases from the evaluation material
+#      ($RUDDER_EVAL_DIR: profile.jsonl, personality.jsonl, researchy-dev/) with the model (seeded;
 #      STEER Appendix E/J), each with a synthetic ChatGPT history;
 #   2. run query-only, initial-persona, full-persona and rudder at C0 ∈ {0.1, 0.4, 0.7, 1.0}
 #      on every case, with the same model as system, simulated user and judge, split across
@@ -24,6 +25,7 @@ threads="${THREADS:-1}"
 model="${MODEL:-qwen2.5-coder-1.5b-instruct}"
 seed="${SEED:-0}"
 rudder="${RUDDER:-target/release/rudder}"
+eval_dir="${RUDDER_EVAL_DIR:?set RUDDER_EVAL_DIR to the evaluation material: profile.jsonl, personality.jsonl and researchy-dev/}"
 # The date the prompts see, so a rerun on another day asks the same questions.
 export RUDDER_DATE="${RUDDER_DATE:-2026-11-22}"
 
@@ -36,7 +38,7 @@ fi
 
 mkdir -p "$out"
 # Finished cases are replayed from "$out/cases/llm-cache.jsonl", so this resumes a build.
-"$rudder" --model "$model" --threads "$((threads * parts))" eval build-cases \
+"$rudder" --model "$model" --threads "$((threads * parts))" eval build-cases --eval-dir "$eval_dir" \
   --queries "$cases" --personas-per-query 1 --seed "$seed" --out "$out/cases"
 
 # Round-robin split; the parts sit beside cases.jsonl, so history paths still resolve.

@@ -66,7 +66,7 @@ pub struct EvalQuery {
     pub query: String,
 }
 
-/// The raw material of `../shared/eval/`: questions, ALOE profiles and personalities.
+/// The evaluation material (`--eval-dir`): questions, ALOE profiles and personalities.
 #[derive(Debug, Clone)]
 pub struct EvalSource {
     /// The split folder (holding `queries.jsonl` and `key_point/`).

@@ -9,7 +9,7 @@
 //! expansions is `--model` (or the configured one); the embedder is the configured one.
 //!
 //! `rudder eval build-cases --out DIR` builds persona × query × aspect cases with synthetic
-//! histories (`rudder_eval::cases`) from `../shared/eval/` and writes `DIR/cases.jsonl` and
+//! histories (`rudder_eval::cases`) from the evaluation material (`--eval-dir`) and writes `DIR/cases.jsonl` and
 //! `DIR/histories/<case>/conversations.json`; the same seed, data and model give the same files.
 
 use std::path::PathBuf;
@@ -76,8 +76,9 @@ pub enum EvalCommand {
     /// Build persona × query × aspect cases with synthetic ChatGPT histories (STEER
     /// Appendix E/J): writes DIR/cases.jsonl and DIR/histories/.
     BuildCases {
-        /// The evaluation material: profile.jsonl, personality.jsonl and the split folder.
-        #[arg(long, value_name = "DIR", default_value = "../shared/eval")]
+        /// The evaluation material: profile.jsonl, personality.jsonl and the split folder
+        /// (kept outside the repository; it is not ours to redistribute).
+        #[arg(long, value_name = "DIR", env = "RUDDER_EVAL_DIR")]
         eval_dir: PathBuf,
         /// The folder under --eval-dir with queries.jsonl and key_point/.
         #[arg(long, value_name = "NAME", default_value = "researchy-dev")]
