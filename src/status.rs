@@ -8,6 +8,7 @@ use crate::models::{ModelState, ModelStore};
 
 /// What the engine is configured to use and whether it is ready.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct EngineStatus {
     pub data_dir: String,
     pub models_dir: String,

@@ -17,6 +17,7 @@ use crate::sources::CitationTarget;
 
 /// An `import-progress` event.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ImportProgress {
     /// What is being done: `reading`, `indexing`, `embedding`, …
     pub phase: String,
@@ -28,6 +29,7 @@ pub struct ImportProgress {
 
 /// What adding documents did, over every path given.
 #[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct DocsSummary {
     pub added: u64,
     pub updated: u64,
@@ -40,6 +42,7 @@ pub struct DocsSummary {
 
 /// Counts for the import and history screens.
 #[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct LibraryStats {
     pub history_sessions: u64,
     pub history_sources: Vec<SourceCount>,
@@ -48,6 +51,7 @@ pub struct LibraryStats {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SourceCount {
     pub source: String,
     pub sessions: u64,
@@ -55,6 +59,7 @@ pub struct SourceCount {
 
 /// History search filters as the window sends them (dates as `YYYY-MM-DD`).
 #[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(optional_fields))]
 #[serde(default)]
 pub struct HistoryFilters {
     pub kind: Option<String>,
@@ -66,25 +71,30 @@ pub struct HistoryFilters {
 
 /// One history session with its turns.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct HistorySessionView {
     pub id: i64,
     pub title: String,
     pub source: String,
     pub kind: String,
+    #[cfg_attr(feature = "ts", ts(type = "string | null"))]
     pub started_at: Option<DateTime<Utc>>,
     pub url: Option<String>,
     pub turns: Vec<TurnView>,
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct TurnView {
     pub role: String,
     pub text: String,
+    #[cfg_attr(feature = "ts", ts(type = "string | null"))]
     pub at: Option<DateTime<Utc>>,
 }
 
 /// What to forget.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(optional_fields))]
 #[serde(default)]
 pub struct ForgetSelectorView {
     pub id: Option<i64>,
@@ -95,12 +105,14 @@ pub struct ForgetSelectorView {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ForgetSummary {
     pub sessions_removed: u64,
 }
 
 /// A cited source, opened.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SourceView {
     pub title: String,
     /// The passage (document chunk) or the whole session's text (history); empty for the web.

@@ -10,6 +10,7 @@ use crate::models::{ModelState, ModelStore, Role};
 
 /// One model of the manifest.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ModelRow {
     pub name: String,
     /// `chat`, `embed`, `runtime` or `corpus`.
@@ -25,6 +26,7 @@ pub struct ModelRow {
 
 /// What a fetch did, by model.
 #[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct FetchSummary {
     pub fetched: Vec<String>,
     pub already_present: Vec<String>,
@@ -32,6 +34,7 @@ pub struct FetchSummary {
 
 /// A `model-progress` event.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ModelProgress {
     pub name: String,
     /// The step under way (a file, or a PyPI package).

@@ -30,6 +30,7 @@ use crate::sources::CitationTarget;
 
 /// What the research form sends; omitted numbers come from the saved settings.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(optional_fields))]
 #[serde(default)]
 pub struct ResearchRequest {
     pub question: String,
@@ -71,6 +72,7 @@ impl ResearchRequest {
 
 /// A reply from the window to the question the run is waiting on.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ReplyView {
     Clarify {
@@ -122,6 +124,7 @@ impl From<ReplyView> for Reply {
 
 /// A steering message as stored.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SteeringAck {
     pub id: i64,
     pub text: String,
@@ -129,15 +132,21 @@ pub struct SteeringAck {
 
 /// A `research-state` event: where a run is.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct RunState {
     pub session: SessionId,
     /// `running`, `waiting` (for a reply), `finished`, `stopped` or `failed`.
+    #[cfg_attr(
+        feature = "ts",
+        ts(type = "\"running\" | \"waiting\" | \"finished\" | \"stopped\" | \"failed\"")
+    )]
     pub state: String,
     pub message: String,
 }
 
 /// A session for the sessions screen.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionRow {
     #[serde(flatten)]
     pub info: SessionInfo,
@@ -147,6 +156,7 @@ pub struct SessionRow {
 
 /// A report for the viewer: sanitised HTML plus where each reference leads.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ReportView {
     pub session: SessionId,
     pub title: String,
@@ -157,6 +167,7 @@ pub struct ReportView {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ReferenceView {
     pub number: usize,
     pub title: String,

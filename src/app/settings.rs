@@ -11,6 +11,7 @@ use crate::sources::web::WEB_DISCLOSURE;
 
 /// What the settings screen edits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct AppSettings {
     pub chat_model: String,
     /// The chat models the manifest knows (read-only).

@@ -10,6 +10,7 @@ use crate::research::ResearchError;
 
 /// One clarifying question.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ClarifyQuestion {
     /// 1-based turn number.
     pub turn: usize,
@@ -20,6 +21,7 @@ pub struct ClarifyQuestion {
 
 /// The user's reply to a clarifying question.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ClarifyAnswer {
     /// Chosen options, numbered from 1.
     #[serde(default)]
@@ -101,6 +103,7 @@ pub struct ClarifyContext<'a> {
 
 /// Why a candidate question was not asked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum RejectReason {
     /// Too close to a question already asked, or to the query itself.
@@ -111,6 +114,7 @@ pub enum RejectReason {
 
 /// A candidate question that was dropped, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Rejected {
     pub question: String,
     pub reason: RejectReason,

@@ -60,6 +60,7 @@ impl Progress for NoProgress {}
 
 /// What happened to one input file.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct FileReport {
     pub file: String,
     /// The format used, when one was recognised.
@@ -129,6 +130,7 @@ fn cap_turns(session: &mut Session) -> u64 {
 
 /// Outcome of one input file.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "status", content = "reason", rename_all = "kebab-case")]
 pub enum FileStatus {
     Imported,
@@ -140,6 +142,7 @@ pub enum FileStatus {
 
 /// The report of one `import` call.
 #[derive(Debug, Clone, Serialize, Default)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ImportReport {
     pub files: Vec<FileReport>,
     pub added: u64,

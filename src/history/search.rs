@@ -28,6 +28,7 @@ pub enum SearchMode {
 
 /// One search result.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SearchHit {
     pub id: i64,
     /// The fused score (or the single retriever's score in a single mode).
@@ -40,7 +41,9 @@ pub struct SearchHit {
     pub source: HistorySource,
     pub title: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
     pub url: Option<String>,
+    #[cfg_attr(feature = "ts", ts(type = "string | null"))]
     pub started_at: Option<DateTime<Utc>>,
     /// A short plain-text excerpt.
     pub snippet: String,

@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 
 /// What the user was doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "HistoryKind"))]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     Search,
@@ -48,6 +49,7 @@ impl FromStr for Kind {
 
 /// Where a session came from: the product the user used, not the file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "kebab-case")]
 pub enum HistorySource {
     GoogleSearch,

@@ -130,6 +130,7 @@ pub struct Request {
 
 /// Token accounting for one call (or a sum of calls).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Usage {
     /// Tokens in the prompt, including the reused ones.
     pub prompt_tokens: u64,

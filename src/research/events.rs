@@ -18,6 +18,7 @@ use crate::sources::Evidence;
 
 /// Which part of the loop spent tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
     Profile,
@@ -47,6 +48,7 @@ impl Stage {
 
 /// One candidate as scored at a frontier node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ScoredCandidate {
     pub follow_up: FollowUp,
     /// Titles of the evidence the peek found.
@@ -57,6 +59,7 @@ pub struct ScoredCandidate {
 
 /// Something that happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "ResearchEvent"))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
     Started {
@@ -135,8 +138,10 @@ pub enum Event {
     TaskUpdated {
         id: usize,
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
         status: Option<TaskStatus>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
         priority: Option<u8>,
         #[serde(default, skip_serializing_if = "String::is_empty")]
         note: String,
@@ -194,6 +199,7 @@ pub enum Event {
         citations: usize,
         /// The report itself, so a session's log holds everything it produced.
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
         report: Option<Box<Report>>,
     },
     Usage {
@@ -214,8 +220,10 @@ fn one() -> f32 {
 
 /// An event with its position in the stream and when it happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Envelope {
     pub seq: u64,
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
     pub at: DateTime<Utc>,
     pub event: Event,
 }

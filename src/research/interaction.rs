@@ -11,6 +11,7 @@ use crate::clarify::{ClarifyAnswer, ClarifyQuestion};
 
 /// A pause question: the candidate directions as numbered one-sentence summaries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct PauseQuestion {
     /// The frontier node the directions would grow from.
     pub node: usize,
@@ -40,6 +41,7 @@ impl PauseQuestion {
 
 /// The user's answer to a pause.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct PauseAnswer {
     /// Chosen directions, numbered from 1.
     #[serde(default)]

@@ -44,6 +44,7 @@ impl Default for PauseSettings {
 
 /// One decision with every number behind it, so the user can see why it asked or went on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct PauseDecision {
     /// `U_k` per candidate.
     pub utilities: Vec<f32>,

@@ -14,6 +14,7 @@ pub const MAX_CHECKLIST: usize = 10;
 
 /// What the research is optimised for.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Persona {
     pub text: String,
     pub checklist: Vec<String>,

@@ -24,12 +24,14 @@ pub const MAX_SECTION_LEARNINGS: usize = 12;
 
 /// A paragraph and the references it cites (numbers into [`Report::references`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "ReportParagraph"))]
 pub struct Paragraph {
     pub text: String,
     pub citations: Vec<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "ReportSection"))]
 pub struct Section {
     pub heading: String,
     /// The top-level direction it covers (None for the root's own findings).
@@ -39,6 +41,7 @@ pub struct Section {
 
 /// One entry of the reference list.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Reference {
     pub number: usize,
     pub key: String,
@@ -47,6 +50,7 @@ pub struct Reference {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Report {
     pub title: String,
     pub query: String,

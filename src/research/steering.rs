@@ -20,9 +20,11 @@ use crate::sources::Evidence;
 
 /// A queued steering message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "SteeringMessage"))]
 pub struct Message {
     pub id: i64,
     pub text: String,
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
     pub received_at: DateTime<Utc>,
 }
 

@@ -18,6 +18,7 @@ pub const ROOT_PRIORITY: u8 = 9;
 
 /// Where a task came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum Provenance {
     /// The query and the directions planned from it.
@@ -43,6 +44,7 @@ impl Provenance {
 
 /// A task's life: pending → in-progress → completed | canceled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
     Pending,
@@ -69,6 +71,7 @@ impl TaskStatus {
 
 /// One task of the plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Task {
     pub id: usize,
     pub text: String,
@@ -78,7 +81,9 @@ pub struct Task {
     pub provenance: Provenance,
     /// The tree node that researches it.
     pub node: usize,
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
     pub created_at: DateTime<Utc>,
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
     pub updated_at: DateTime<Utc>,
     /// Why it was last changed (e.g. the steering summary that canceled it).
     #[serde(default, skip_serializing_if = "String::is_empty")]

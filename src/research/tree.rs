@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// How a node came to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
     /// The user's question.
@@ -41,6 +42,7 @@ pub enum Status {
 
 /// A follow-up question the planner proposed at a node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct FollowUp {
     pub question: String,
     /// In [0, 1].
@@ -51,6 +53,7 @@ pub struct FollowUp {
 
 /// One finding, tied to the evidence it rests on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Learning {
     pub id: usize,
     pub node: usize,

@@ -147,6 +147,7 @@ impl Default for UtilityWeights {
 
 /// One candidate's utility with its terms, as logged.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Utility {
     pub alignment: f32,
     pub delta_align: f32,

@@ -148,6 +148,7 @@ pub type SessionResult<T> = Result<T, SessionError>;
 
 /// Where a session stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum SessionStatus {
     /// A run is (or was last seen) working on it.
@@ -193,12 +194,15 @@ impl FromStr for SessionStatus {
 
 /// A session's summary, for listings.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionInfo {
     pub id: SessionId,
     pub query: String,
     pub status: SessionStatus,
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
     pub created_at: DateTime<Utc>,
     /// The last event, steering message or status change.
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
     pub updated_at: DateTime<Utc>,
     /// Events stored.
     pub events: u64,

@@ -27,6 +27,7 @@ pub enum SourceError {
 
 /// Where a piece of evidence can be found again.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum CitationTarget {
     /// A chunk of a local document. `path` is the file's absolute path (or, for a corpus,
@@ -35,20 +36,24 @@ pub enum CitationTarget {
         path: String,
         chunk: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
         page: Option<u32>,
         /// A public address of the same text, when there is one (corpus articles).
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
         url: Option<String>,
         /// How a shared report names it: relative to the folder the user added, or the
         /// article's title (see [`docs::ChunkRow::shared_name`]). Absent in sessions stored
         /// before it existed; [`CitationTarget::display_name`] then falls back to the file name.
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
         name: Option<String>,
     },
     /// An imported history session.
     History {
         session: i64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
         url: Option<String>,
     },
     /// A web page found through the configured search engine.
@@ -127,6 +132,7 @@ impl CitationTarget {
 
 /// One retrieved passage.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Evidence {
     pub target: CitationTarget,
     pub title: String,

@@ -89,6 +89,7 @@ impl ImportError {
 
 /// The export formats Rudder reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "HistoryFormat"))]
 #[serde(rename_all = "kebab-case")]
 pub enum Format {
     /// Google Takeout, My Activity / Search, `MyActivity.json`.

@@ -27,7 +27,7 @@ import {
   phaseFirstLevel,
   phaseReport,
   phaseSteered,
-} from '../fixtures/run';
+} from './script';
 
 export interface MockRecord {
   calls: { cmd: string; args: unknown }[];
@@ -193,8 +193,8 @@ async function importPaths(paths: string[]): Promise<ImportReport> {
   }
   return {
     files: [
-      { file: xss ? XSS : 'chrome-history.json', format: 'chrome', added: 120, updated: 0, duplicates: 4, signals: 0, status: { status: 'imported' } },
-      { file: 'Takeout/YouTube/watch-history.json', format: null, added: 0, updated: 0, duplicates: 0, signals: 0, status: { status: 'skipped', reason: 'not a history file' } },
+      { file: xss ? XSS : 'chrome-history.json', format: 'takeout-chrome', added: 120, updated: 0, duplicates: 4, signals: 0, skipped_items: 0, truncated_turns: 0, notes: [], status: { status: 'imported' } },
+      { file: 'Takeout/YouTube/watch-history.json', format: null, added: 0, updated: 0, duplicates: 0, signals: 0, skipped_items: 0, truncated_turns: 0, notes: [], status: { status: 'skipped', reason: 'not a history file' } },
       {
         file: 'broken-export.json',
         format: null,
@@ -202,6 +202,9 @@ async function importPaths(paths: string[]): Promise<ImportReport> {
         updated: 0,
         duplicates: 0,
         signals: 0,
+        skipped_items: 0,
+        truncated_turns: 0,
+        notes: [],
         status: { status: 'failed', reason: 'broken-export.json: line 3, column 9: expected value' },
       },
     ],
