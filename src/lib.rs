@@ -12,7 +12,6 @@
 
 pub mod app;
 pub mod bench;
-pub mod clarify;
 pub mod config;
 pub mod embed;
 pub mod error;
@@ -29,3 +28,6 @@ pub mod sources;
 pub mod status;
 
 pub use error::{Error, Result};
+/// Clarification lives under the research loop it serves; this is the short path the desktop
+/// app and the tests name it by.
+pub use research::clarify;

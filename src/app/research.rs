@@ -596,7 +596,7 @@ struct Stoppable {
 impl Stoppable {
     fn check(&self) -> Result<(), ResearchError> {
         if self.stop.load(Ordering::SeqCst) {
-            Err(ResearchError::Interaction("stopped by the user".into()))
+            Err(ResearchError::Stopped)
         } else {
             Ok(())
         }
