@@ -14,7 +14,6 @@
 //! binary do not link.
 
 pub mod app;
-pub mod clarify;
 pub mod config;
 pub mod embed;
 pub mod error;
@@ -30,3 +29,6 @@ pub mod sources;
 pub mod status;
 
 pub use error::{Error, Result};
+/// Clarification lives under the research loop it serves; this is the short path the desktop
+/// app and the tests name it by.
+pub use research::clarify;

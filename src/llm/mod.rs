@@ -4,9 +4,9 @@
 //! * [`openai`] talks to any OpenAI-compatible server (llama-server, Ollama, vLLM) for users who
 //!   run a bigger model on another machine.
 //!
-//! Structured output goes through [`complete_json`]: the target type's JSON schema constrains
-//! decoding (a GBNF grammar on llama.cpp, `response_format` on servers), so even a 135M model
-//! returns JSON that parses into the type.
+//! Structured output goes through [`complete_schema`] (or [`complete_json`], which takes the
+//! schema from the type): the JSON schema constrains decoding (a GBNF grammar on llama.cpp,
+//! `response_format` on servers), so even a 135M model returns JSON that parses into the type.
 
 pub mod grammar;
 pub mod llama;
@@ -98,6 +98,18 @@ pub struct GenerationOptions {
     pub top_p: f32,
     /// Same seed, same prompt, same model → same output (on one backend and machine).
     pub seed: u32,
+}
+
+impl GenerationOptions {
+    /// Greedy decoding with at most `max_tokens` generated: what the research stages use, so a
+    /// run reproduces exactly.
+    pub fn greedy(max_tokens: u32) -> Self {
+        Self {
+            max_tokens,
+            temperature: 0.0,
+            ..Self::default()
+        }
+    }
 }
 
 impl Default for GenerationOptions {
@@ -234,20 +246,58 @@ pub fn schema_of<T: JsonSchema>() -> serde_json::Value {
     serde_json::to_value(schema).unwrap_or_default()
 }
 
+/// A structured reply whose text may not parse: the completion comes back either way, so a
+/// caller can account for every call, including the unusable ones.
+#[derive(Debug)]
+pub struct Reply<T> {
+    pub parsed: Result<T, LlmError>,
+    pub completion: Completion,
+}
+
+impl<T> Reply<T> {
+    /// The value with its completion, or the parse error.
+    pub fn into_structured(self) -> Result<Structured<T>, LlmError> {
+        Ok(Structured {
+            value: self.parsed?,
+            completion: self.completion,
+        })
+    }
+
+    /// The value and its completion as a pair, or the parse error.
+    pub fn into_pair(self) -> Result<(T, Completion), LlmError> {
+        Ok((self.parsed?, self.completion))
+    }
+}
+
+/// The one schema-constrained call: `schema` constrains decoding and the text is parsed as `T`.
+/// Every stage that wants structured output goes through here (or [`complete_json`], which
+/// derives the schema from `T`), with a schema of its own when its bounds depend on the input
+/// (exactly `n` items, `n` sources).
+pub fn complete_schema<T: DeserializeOwned>(
+    llm: &dyn Llm,
+    messages: Vec<Message>,
+    options: GenerationOptions,
+    schema: serde_json::Value,
+) -> Result<Reply<T>, LlmError> {
+    let request = Request {
+        messages,
+        options,
+        format: OutputFormat::JsonSchema(schema),
+    };
+    let completion = llm.complete_text(&request)?;
+    Ok(Reply {
+        parsed: parse_json(&completion.text),
+        completion,
+    })
+}
+
 /// Asks for JSON matching `T`'s schema and parses it into `T`.
 pub fn complete_json<T: JsonSchema + DeserializeOwned>(
     llm: &dyn Llm,
     messages: Vec<Message>,
     options: GenerationOptions,
 ) -> Result<Structured<T>, LlmError> {
-    let request = Request {
-        messages,
-        options,
-        format: OutputFormat::JsonSchema(schema_of::<T>()),
-    };
-    let completion = llm.complete_text(&request)?;
-    let value = parse_json(&completion.text)?;
-    Ok(Structured { value, completion })
+    complete_schema(llm, messages, options, schema_of::<T>())?.into_structured()
 }
 
 /// Parses model output as `T`, with an error that shows the output.

@@ -112,8 +112,13 @@ pub fn build(
     )?;
     let mut schema = crate::llm::schema_of::<GeneralDraft>();
     constrain_session_numbers(&mut schema, shown.len());
-    let (draft, completion): (GeneralDraft, _) =
-        super::complete_constrained(llm, prompt, schema, MAX_TOKENS)?;
+    let (draft, completion): (GeneralDraft, _) = crate::llm::complete_schema(
+        llm,
+        vec![crate::llm::Message::user(prompt)],
+        crate::llm::GenerationOptions::greedy(MAX_TOKENS),
+        schema,
+    )?
+    .into_pair()?;
     let interests = draft
         .interests
         .into_iter()

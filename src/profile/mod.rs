@@ -40,27 +40,6 @@ pub enum ProfileError {
     Invalid(String),
 }
 
-/// One grammar-constrained call: `prompt` in, a `T` valid under `schema` out, greedy decoding.
-pub(crate) fn complete_constrained<T: serde::de::DeserializeOwned>(
-    llm: &dyn Llm,
-    prompt: String,
-    schema: serde_json::Value,
-    max_tokens: u32,
-) -> Result<(T, crate::llm::Completion), ProfileError> {
-    let request = crate::llm::Request {
-        messages: vec![crate::llm::Message::user(prompt)],
-        options: crate::llm::GenerationOptions {
-            max_tokens,
-            temperature: 0.0,
-            ..crate::llm::GenerationOptions::default()
-        },
-        format: crate::llm::OutputFormat::JsonSchema(schema),
-    };
-    let completion = llm.complete_text(&request)?;
-    let value = crate::llm::parse_json(&completion.text)?;
-    Ok((value, completion))
-}
-
 /// How to build a query-aware profile.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ProfileOptions {

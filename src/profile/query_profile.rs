@@ -209,8 +209,13 @@ pub fn generate(
     )?;
     let mut schema = crate::llm::schema_of::<ProfileDraft>();
     constrain_session_numbers(&mut schema, shown.len());
-    let (draft, completion): (ProfileDraft, _) =
-        super::complete_constrained(llm, prompt, schema, MAX_TOKENS)?;
+    let (draft, completion): (ProfileDraft, _) = crate::llm::complete_schema(
+        llm,
+        vec![crate::llm::Message::user(prompt)],
+        crate::llm::GenerationOptions::greedy(MAX_TOKENS),
+        schema,
+    )?
+    .into_pair()?;
     let profile = QueryProfile {
         query: query.to_string(),
         domain: Domain {

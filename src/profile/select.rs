@@ -168,12 +168,13 @@ pub fn select(
                     "profile_select",
                     minijinja::context! { query, sessions },
                 )?;
-                let (judgement, completion): (Judgement, _) = super::complete_constrained(
+                let (judgement, completion): (Judgement, _) = crate::llm::complete_schema(
                     llm,
-                    prompt,
+                    vec![crate::llm::Message::user(prompt)],
+                    crate::llm::GenerationOptions::greedy(40 * chunk.len() as u32 + 32),
                     judgement_schema(chunk.len()),
-                    40 * chunk.len() as u32 + 32,
-                )?;
+                )?
+                .into_pair()?;
                 out.usage += completion.usage;
                 // The grammar allows exactly one decision per listed session; zipping keeps
                 // that true for any backend: extra decisions name no session.

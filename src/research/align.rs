@@ -6,8 +6,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::persona::Persona;
-use super::{llm_call, ResearchError};
-use crate::llm::{Completion, Llm};
+use super::ResearchError;
+use crate::llm::{complete_schema, Completion, GenerationOptions, Llm, Message};
 use crate::sources::Evidence;
 
 /// Characters of each expected-evidence passage shown per candidate.
@@ -111,8 +111,13 @@ pub fn score(
         },
     )?;
     let max_tokens = (60 + (candidates.len() as u32 + 1) * (20 + 3 * items as u32)).max(120);
-    let (draft, completion): (Draft, _) =
-        llm_call(llm, prompt, schema(items, candidates.len()), max_tokens)?;
+    let (draft, completion): (Draft, _) = complete_schema(
+        llm,
+        vec![Message::user(prompt)],
+        GenerationOptions::greedy(max_tokens),
+        schema(items, candidates.len()),
+    )?
+    .into_pair()?;
     let fit = |mut v: Vec<u8>| {
         v.resize(items, 0);
         v.iter_mut().for_each(|s| *s = (*s).min(2));

@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::clarify::{ClarifyAnswer, ClarifyQuestion};
 use super::interaction::{PauseAnswer, PauseQuestion};
 use super::pause::PauseDecision;
 use super::persona::Persona;
@@ -12,7 +13,6 @@ use super::steering::Message;
 use super::todo::{Task, TaskStatus};
 use super::tree::{FollowUp, Learning, Origin};
 use super::utility::Utility;
-use crate::clarify::{ClarifyAnswer, ClarifyQuestion};
 use crate::llm::Usage;
 use crate::sources::Evidence;
 
@@ -83,7 +83,7 @@ pub enum Event {
     ClarifyAsked {
         question: ClarifyQuestion,
         #[serde(default)]
-        rejected: Vec<crate::clarify::Rejected>,
+        rejected: Vec<super::clarify::Rejected>,
     },
     ClarifyAnswered {
         turn: usize,

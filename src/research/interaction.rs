@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::clarify::{ClarifyAnswer, ClarifyQuestion};
 use super::ResearchError;
-use crate::clarify::{ClarifyAnswer, ClarifyQuestion};
 
 /// A pause question: the candidate directions as numbered one-sentence summaries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

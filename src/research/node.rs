@@ -8,8 +8,8 @@ use serde_json::json;
 
 use super::persona::Persona;
 use super::tree::FollowUp;
-use super::{llm_call, ResearchError};
-use crate::llm::{Completion, Llm};
+use super::ResearchError;
+use crate::llm::{complete_schema, Completion, GenerationOptions, Llm, Message};
 use crate::sources::Evidence;
 
 /// Characters of each passage shown to the model.
@@ -178,14 +178,16 @@ pub fn research(
             leaf => ctx.leaf,
         },
     )?;
-    let (draft, completion): (Draft, _) = llm_call(
+    // Worst case at one token per character: 4 learnings × 215, 6 follow-ups × 195, the wild
+    // card, tags and the JSON around them.
+    let max_tokens = if ctx.leaf { 1000 } else { 2300 };
+    let (draft, completion): (Draft, _) = complete_schema(
         llm,
-        prompt,
+        vec![Message::user(prompt)],
+        GenerationOptions::greedy(max_tokens),
         schema(evidence.len(), ctx.leaf),
-        // Worst case at one token per character: 4 learnings × 215, 6 follow-ups × 195, the
-        // wild card, tags and the JSON around them.
-        if ctx.leaf { 1000 } else { 2300 },
-    )?;
+    )?
+    .into_pair()?;
     Ok((
         findings(draft, evidence.len(), &[ctx.query, ctx.question]),
         completion,

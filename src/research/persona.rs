@@ -6,8 +6,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{llm_call, ResearchError};
-use crate::llm::{Completion, Llm};
+use super::ResearchError;
+use crate::llm::{complete_json, Completion, GenerationOptions, Llm, Message};
 
 /// Most checklist items kept: alignment scoring costs grow with the checklist.
 pub const MAX_CHECKLIST: usize = 10;
@@ -92,11 +92,19 @@ pub fn infer_checklist(
         "persona_checklist",
         minijinja::context! { persona => persona_text, query => query },
     )?;
-    let (draft, completion): (ChecklistDraft, _) =
-        llm_call(llm, prompt, crate::llm::schema_of::<ChecklistDraft>(), 900)?;
+    let reply = complete_json::<ChecklistDraft>(
+        llm,
+        vec![Message::user(prompt)],
+        GenerationOptions::greedy(900),
+    )?;
     Ok((
-        draft.checklist_items.into_iter().map(|i| i.0).collect(),
-        completion,
+        reply
+            .value
+            .checklist_items
+            .into_iter()
+            .map(|i| i.0)
+            .collect(),
+        reply.completion,
     ))
 }
 
@@ -128,10 +136,13 @@ pub fn update(
             response => user_response,
         },
     )?;
-    let (update, completion): (PersonaUpdate, _) =
-        llm_call(llm, prompt, crate::llm::schema_of::<PersonaUpdate>(), 700)?;
-    apply(persona, &update);
-    Ok((update, completion))
+    let reply = complete_json::<PersonaUpdate>(
+        llm,
+        vec![Message::user(prompt)],
+        GenerationOptions::greedy(700),
+    )?;
+    apply(persona, &reply.value);
+    Ok((reply.value, reply.completion))
 }
 
 /// Applies an inferred update to the persona.

@@ -6,8 +6,8 @@ use serde_json::json;
 
 use super::interaction::PauseQuestion;
 use super::persona::Persona;
-use super::{llm_call, ResearchError};
-use crate::llm::{Completion, Llm};
+use super::ResearchError;
+use crate::llm::{complete_schema, Completion, GenerationOptions, Llm, Message};
 
 #[derive(Debug, Deserialize)]
 struct Draft {
@@ -50,8 +50,13 @@ pub fn generate(
         minijinja::context! { query => query, persona => persona.text, directions => listed },
     )?;
     let max_tokens = 120 + 80 * questions.len() as u32;
-    let (draft, completion): (Draft, _) =
-        llm_call(llm, prompt, schema(questions.len()), max_tokens)?;
+    let (draft, completion): (Draft, _) = complete_schema(
+        llm,
+        vec![Message::user(prompt)],
+        GenerationOptions::greedy(max_tokens),
+        schema(questions.len()),
+    )?
+    .into_pair()?;
     let mut directions = draft.directions;
     directions.resize(questions.len(), String::new());
     // A summary the model left blank falls back to the question itself.

@@ -10,8 +10,8 @@ use serde_json::json;
 use super::persona::Persona;
 use super::steering::Message;
 use super::todo::{Task, MAX_PRIORITY, MIN_PRIORITY};
-use super::{llm_call, ResearchError};
-use crate::llm::{Completion, Llm};
+use super::ResearchError;
+use crate::llm::{complete_schema, Completion, GenerationOptions, Llm};
 
 /// Most learnings shown (the most recent ones), and characters each.
 const FINDINGS_SHOWN: usize = 12;
@@ -175,7 +175,13 @@ pub fn reflect(
         },
     )?;
     // Worst case one token per character of the bounded fields, plus JSON punctuation.
-    let (mut r, completion): (Reflection, Completion) = llm_call(llm, prompt, schema(input), 1900)?;
+    let (mut r, completion): (Reflection, Completion) = complete_schema(
+        llm,
+        vec![crate::llm::Message::user(prompt)],
+        GenerationOptions::greedy(1900),
+        schema(input),
+    )?
+    .into_pair()?;
     let pending: Vec<usize> = input.pending.iter().map(|t| t.id).collect();
     r.cancel_tasks.retain(|id| pending.contains(id));
     r.cancel_tasks.dedup();

@@ -15,8 +15,8 @@ use serde_json::json;
 
 use super::persona::Persona;
 use super::tree::{Learning, Tree};
-use super::{llm_call, ResearchError};
-use crate::llm::{Completion, Llm};
+use super::ResearchError;
+use crate::llm::{complete_schema, Completion, GenerationOptions, Llm, LlmError, Message, Reply};
 use crate::sources::{CitationTarget, Evidence};
 
 /// Learnings shown per section call (the deepest-first cut keeps the prompt inside a 4k context).
@@ -289,18 +289,23 @@ pub fn write(
             },
         )?;
         // Worst case (1 token per character): 3 × (600 + 30) + 100 tokens.
-        let draft: Option<SectionDraft> =
-            match llm_call(llm, prompt, section_schema(shown.len()), 2100) {
-                Ok((draft, completion)) => {
-                    completions.push(completion);
-                    Some(draft)
-                }
-                Err(ResearchError::Llm(e @ crate::llm::LlmError::InvalidOutput { .. })) => {
-                    tracing::warn!("section {index}: {e}; listing its findings instead");
-                    None
-                }
-                Err(e) => return Err(e),
-            };
+        let reply = complete_schema(
+            llm,
+            vec![Message::user(prompt)],
+            GenerationOptions::greedy(2100),
+            section_schema(shown.len()),
+        );
+        let draft: Option<SectionDraft> = match reply.and_then(Reply::into_pair) {
+            Ok((draft, completion)) => {
+                completions.push(completion);
+                Some(draft)
+            }
+            Err(e @ LlmError::InvalidOutput { .. }) => {
+                tracing::warn!("section {index}: {e}; listing its findings instead");
+                None
+            }
+            Err(e) => return Err(e.into()),
+        };
         let (heading, paragraphs) = match draft {
             Some(draft) => (
                 draft.heading.trim().to_string(),
@@ -392,13 +397,18 @@ pub fn write(
             },
         )?;
         // Worst case: 90 + 700 + 400 characters, one token each, plus the JSON around them.
-        let draft = match llm_call::<OverviewDraft>(llm, prompt, overview_schema(shown.len()), 1300)
-        {
+        let reply = complete_schema::<OverviewDraft>(
+            llm,
+            vec![Message::user(prompt)],
+            GenerationOptions::greedy(1300),
+            overview_schema(shown.len()),
+        );
+        let draft = match reply.and_then(Reply::into_pair) {
             Ok((draft, completion)) => {
                 completions.push(completion);
                 draft
             }
-            Err(ResearchError::Llm(e @ crate::llm::LlmError::InvalidOutput { .. })) => {
+            Err(e @ LlmError::InvalidOutput { .. }) => {
                 tracing::warn!("report overview: {e}; using the first findings as the summary");
                 OverviewDraft {
                     title: String::new(),
@@ -414,7 +424,7 @@ pub fn write(
                     closing: String::new(),
                 }
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         };
         // Summary citations are numbered first, so they are renumbered ahead of the sections.
         let mut ordered = Citations::default();

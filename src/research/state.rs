@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+use super::clarify::{ClarifyQuestion, ClarifyTurn};
 use super::events::{Envelope, Event, Stage};
 use super::persona::Persona;
 use super::report::Report;
@@ -16,7 +17,6 @@ use super::todo::{TaskStatus, TodoPlan};
 use super::tree::{self, FollowUp, Learning, Tree};
 use super::utility::TagCounts;
 use super::StageCost;
-use crate::clarify::{ClarifyQuestion, ClarifyTurn};
 use crate::sources::Evidence;
 
 /// Everything a run has done so far.

@@ -30,7 +30,7 @@ use serde_json::{json, Value};
 use super::EvalError;
 use rudder::embed::{cosine, Embedder};
 use rudder::history::Progress;
-use rudder::llm::{GenerationOptions, Llm, LlmError, Message, OutputFormat, Request, Usage};
+use rudder::llm::{complete_schema, GenerationOptions, Llm, LlmError, Message, Usage};
 
 /// A generated profile closer than this (cosine) to an accepted one for the same question is
 /// discarded (STEER Appendix E, after ALOE).
@@ -675,28 +675,23 @@ impl Builder<'_> {
         let mut feedback = String::new();
         loop {
             attempt += 1;
-            let request = Request {
-                messages: vec![Message::user(format!("{prompt}{feedback}"))],
-                options: GenerationOptions {
-                    max_tokens: budget,
-                    temperature: 0.0,
-                    // Greedy decoding ignores the seed; it matters only to backends that
-                    // sample anyway.
-                    seed: self.options.seed as u32,
-                    ..GenerationOptions::default()
-                },
-                format: OutputFormat::JsonSchema(schema.clone()),
+            let options = GenerationOptions {
+                // Greedy decoding ignores the seed; it matters only to backends that sample
+                // anyway.
+                seed: self.options.seed as u32,
+                ..GenerationOptions::greedy(budget)
             };
-            let completion =
-                self.llm
-                    .complete_text(&request)
-                    .map_err(|source| EvalError::Generation {
-                        case: label.to_string(),
-                        stage,
-                        source,
-                    })?;
+            let messages = vec![Message::user(format!("{prompt}{feedback}"))];
+            let reply = complete_schema::<T>(self.llm, messages, options, schema.clone()).map_err(
+                |source| EvalError::Generation {
+                    case: label.to_string(),
+                    stage,
+                    source,
+                },
+            )?;
+            let completion = reply.completion;
             self.usage += completion.usage;
-            let outcome = rudder::llm::parse_json::<T>(&completion.text).and_then(|draft| {
+            let outcome = reply.parsed.and_then(|draft| {
                 check(draft, attempt >= 2).map_err(|message| LlmError::InvalidOutput {
                     message,
                     output: completion.text.chars().take(500).collect(),

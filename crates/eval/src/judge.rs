@@ -23,7 +23,7 @@ use serde_json::json;
 
 use super::persona::{clip, format_aspects, Aspect};
 use super::EvalError;
-use rudder::llm::{GenerationOptions, Llm, LlmError, Message, OutputFormat, Request, Usage};
+use rudder::llm::{complete_schema, GenerationOptions, Llm, Message, Usage};
 
 /// Tokens, calls and wall time spent by a judge or a simulated user.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -374,21 +374,15 @@ impl<'a> Judge<'a> {
         schema: serde_json::Value,
         max_tokens: u32,
     ) -> Result<T, EvalError> {
-        let request = Request {
-            messages: vec![Message::user(prompt)],
-            options: GenerationOptions {
-                max_tokens,
-                temperature: 0.0,
-                seed: self.settings.seed,
-                ..GenerationOptions::default()
-            },
-            format: OutputFormat::JsonSchema(schema),
+        let options = GenerationOptions {
+            seed: self.settings.seed,
+            ..GenerationOptions::greedy(max_tokens)
         };
         let started = Instant::now();
-        let result = self.llm.complete_text(&request);
+        let result = complete_schema::<T>(self.llm, vec![Message::user(prompt)], options, schema);
         let seconds = started.elapsed().as_secs_f64();
-        let completion = match result {
-            Ok(c) => c,
+        let (parsed, completion) = match result {
+            Ok(reply) => (reply.parsed, reply.completion),
             Err(source) => {
                 self.add(Accounting {
                     seconds,
@@ -397,7 +391,6 @@ impl<'a> Judge<'a> {
                 return Err(EvalError::Judge { call, source });
             }
         };
-        let parsed: Result<T, LlmError> = rudder::llm::parse_json(&completion.text);
         // The call's own duration, so a completion replayed from a cache counts what it cost.
         self.add(Accounting {
             usage: completion.usage,

@@ -14,8 +14,8 @@ use serde_json::json;
 
 use super::judge::{budget, Accounting};
 use super::persona::{clip, format_aspects, PersonaCase};
-use rudder::clarify::{ClarifyAnswer, ClarifyQuestion};
-use rudder::llm::{GenerationOptions, Llm, LlmError, Message, OutputFormat, Request};
+use rudder::llm::{complete_schema, GenerationOptions, Llm, LlmError, Message};
+use rudder::research::clarify::{ClarifyAnswer, ClarifyQuestion};
 use rudder::research::{Interaction, PauseAnswer, PauseQuestion, ResearchError};
 
 /// Longest new follow-up question the grammar allows, in characters.
@@ -236,26 +236,22 @@ impl<'a> SimulatedUser<'a> {
         schema: serde_json::Value,
         max_tokens: u32,
     ) -> Result<T, LlmError> {
-        let request = Request {
-            messages: vec![Message::user(prompt)],
-            options: GenerationOptions {
-                max_tokens,
-                ..self.options.clone()
-            },
-            format: OutputFormat::JsonSchema(schema),
+        let options = GenerationOptions {
+            max_tokens,
+            ..self.options.clone()
         };
         let started = Instant::now();
-        let completion = match self.llm.complete_text(&request) {
-            Ok(completion) => completion,
-            Err(e) => {
-                self.accounting.seconds += started.elapsed().as_secs_f64();
-                return Err(e);
-            }
-        };
+        let (parsed, completion) =
+            match complete_schema::<T>(self.llm, vec![Message::user(prompt)], options, schema) {
+                Ok(reply) => (reply.parsed, reply.completion),
+                Err(e) => {
+                    self.accounting.seconds += started.elapsed().as_secs_f64();
+                    return Err(e);
+                }
+            };
         // The call's own duration, so a completion replayed from a cache counts what it cost.
         self.accounting.seconds += completion.timing.total.as_secs_f64();
         self.accounting.usage += completion.usage;
-        let parsed = rudder::llm::parse_json(&completion.text);
         if parsed.is_err() {
             self.accounting.invalid_outputs += 1;
         }

@@ -4,9 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::ResearchError;
 use crate::embed::{cosine, Embedder};
-use crate::llm::{Completion, Llm, LlmError};
-use crate::research::ResearchError;
+use crate::llm::{complete_schema, Completion, GenerationOptions, Llm, Message};
 
 /// One clarifying question.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -183,27 +183,6 @@ struct QuestionDraft {
 struct SummaryDraft {
     brief: String,
     checklist_items: Vec<String>,
-}
-
-/// One grammar-constrained greedy call. Unlike `research::llm_call`, the completion comes back
-/// even when its text does not parse, so unusable output is still accounted for.
-fn call<T: serde::de::DeserializeOwned>(
-    llm: &dyn Llm,
-    prompt: String,
-    schema: serde_json::Value,
-    max_tokens: u32,
-) -> Result<(Result<T, LlmError>, Completion), ResearchError> {
-    let request = crate::llm::Request {
-        messages: vec![crate::llm::Message::user(prompt)],
-        options: crate::llm::GenerationOptions {
-            max_tokens,
-            temperature: 0.0,
-            ..crate::llm::GenerationOptions::default()
-        },
-        format: crate::llm::OutputFormat::JsonSchema(schema),
-    };
-    let completion = llm.complete_text(&request)?;
-    Ok((crate::llm::parse_json(&completion.text), completion))
 }
 
 /// At most `max` characters of `s` on one line, with an ellipsis when cut.
@@ -463,8 +442,14 @@ pub fn propose(
                 malformed => malformed,
             },
         )?;
-        let (parsed, completion) =
-            call::<QuestionDraft>(llm, prompt, question_schema(), QUESTION_MAX_TOKENS)?;
+        // Unusable output is still accounted for: the completion comes back either way.
+        let reply = complete_schema::<QuestionDraft>(
+            llm,
+            vec![Message::user(prompt)],
+            GenerationOptions::greedy(QUESTION_MAX_TOKENS),
+            question_schema(),
+        )?;
+        let (parsed, completion) = (reply.parsed, reply.completion);
         proposal.completions.push(completion);
         let Some(candidate) = parsed.ok().and_then(|d| tidy(d, turn)) else {
             tracing::debug!("clarify: unusable question output");
@@ -549,8 +534,13 @@ pub fn summarise(
                 malformed => malformed,
             },
         )?;
-        let (parsed, completion) =
-            call::<SummaryDraft>(llm, prompt, summary_schema(), SUMMARY_MAX_TOKENS)?;
+        let reply = complete_schema::<SummaryDraft>(
+            llm,
+            vec![Message::user(prompt)],
+            GenerationOptions::greedy(SUMMARY_MAX_TOKENS),
+            summary_schema(),
+        )?;
+        let (parsed, completion) = (reply.parsed, reply.completion);
         total += completion.usage;
         let mut completion = completion;
         completion.usage = total;

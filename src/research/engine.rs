@@ -1,0 +1,314 @@
+//! The engine: a run's state, how its events are emitted and committed, and the loop that asks
+//! the [`scheduler`](super::scheduler) for the next step and runs it.
+//!
+//! The state changes only through [`Run::emit`], which folds the event into the state as it
+//! shows it, so the live state and a state folded from the log never differ. A step's events
+//! are committed together at its end: a crash loses at most the step in flight.
+
+use std::time::Instant;
+
+use super::events::{Envelope, Event, Stage};
+use super::persona::Persona;
+use super::scheduler::{self, Step};
+use super::state::ResearchState;
+use super::todo::{self, Provenance, Task, TaskStatus};
+use super::tree::{FollowUp, Origin};
+use super::{Brief, Outcome, ResearchError, Researcher};
+use crate::llm::{Completion, Usage};
+use crate::sources::Evidence;
+
+/// The state of one run plus what the current step has emitted.
+pub(super) struct Run<'r, 'a> {
+    pub(super) r: &'r mut Researcher<'a>,
+    pub(super) brief: Brief,
+    pub(super) s: ResearchState,
+    /// Embeddings of the learnings, in order (the info-gain centroid).
+    pub(super) learning_vectors: Vec<Vec<f32>>,
+    /// Events of the step in flight, committed at its end.
+    buffer: Vec<Envelope>,
+    /// Steering messages the step in flight applies, marked applied with its commit.
+    pub(super) applying: Vec<i64>,
+}
+
+impl<'a> Researcher<'a> {
+    /// Runs the whole loop and writes the report.
+    pub fn run(&mut self, brief: &Brief) -> Result<Outcome, ResearchError> {
+        self.resume(brief, &[])
+    }
+
+    /// Continues a run from its committed events (`log`; empty starts afresh): folds them into
+    /// the state and goes on from the next step.
+    pub fn resume(&mut self, brief: &Brief, log: &[Envelope]) -> Result<Outcome, ResearchError> {
+        if self.sources.is_empty() {
+            return Err(ResearchError::NoSources);
+        }
+        let started = Instant::now();
+        let state = ResearchState::fold(log);
+        let texts: Vec<&str> = state.learnings.iter().map(|l| l.text.as_str()).collect();
+        let learning_vectors = if texts.is_empty() {
+            Vec::new()
+        } else {
+            self.embedder.embed(&texts)?
+        };
+        let answered_clarify = state.clarify_turns.len();
+        self.interaction
+            .resume(state.answered_pauses, answered_clarify);
+        let mut run = Run {
+            r: self,
+            brief: brief.clone(),
+            s: state,
+            learning_vectors,
+            buffer: Vec::new(),
+            applying: Vec::new(),
+        };
+        if !run.s.finished {
+            run.drive()?;
+        }
+        let report = run.s.report.clone().ok_or_else(|| {
+            ResearchError::Steering("the session finished without a report".into())
+        })?;
+        let usage = run.total_usage();
+        let s = run.s;
+        Ok(Outcome {
+            tree: s.tree,
+            learnings: s.learnings,
+            evidence: s.evidence,
+            persona: s.persona,
+            report,
+            usage,
+            by_stage: s.by_stage,
+            pauses: s.total_pauses,
+            seconds: started.elapsed().as_secs_f64(),
+            todo: s.todo,
+            directives: s.directives,
+            resumed_at: log.len() as u64,
+        })
+    }
+}
+
+/// The date the prompts see: today, or `RUDDER_DATE` (`YYYY-MM-DD`) when set, so that a run
+/// with greedy decoding can be reproduced exactly on another day (tests, evaluation).
+fn session_date() -> String {
+    std::env::var("RUDDER_DATE")
+        .ok()
+        .filter(|d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").is_ok())
+        .unwrap_or_else(|| chrono::Utc::now().format("%Y-%m-%d").to_string())
+}
+
+impl Run<'_, '_> {
+    /// Runs steps until the session closes.
+    fn drive(&mut self) -> Result<(), ResearchError> {
+        loop {
+            // Steering is read only once research has begun: clarification and seeding run
+            // without looking at the queue (and a stop request waits for research, too).
+            let pending = if scheduler::reads_steering(&self.s) {
+                self.r.journal.pending_steering()?
+            } else {
+                Vec::new()
+            };
+            let step = scheduler::next(&self.s, &self.r.settings, pending);
+            tracing::debug!(?step, "research step");
+            match step {
+                Step::Finish => {
+                    if self.finish()? {
+                        return Ok(());
+                    }
+                    // A steering message arrived before the session closed: apply it first.
+                    continue;
+                }
+                Step::Start => self.start(),
+                Step::Clarify => self.clarify()?,
+                Step::Seed => self.seed()?,
+                Step::Steer(messages) => self.reflect(None, messages)?,
+                Step::Reflect(level) => self.reflect(Some(level), Vec::new())?,
+                Step::Investigate(node) => self.investigate(node)?,
+                Step::Plan(node) => self.plan(node)?,
+                Step::Report => self.write_report()?,
+            }
+            self.commit()?;
+        }
+    }
+
+    /// Applies an event to the state, shows it, and adds it to the step's commit.
+    pub(super) fn emit(&mut self, event: Event) {
+        let envelope = Envelope {
+            seq: self.s.next_seq,
+            at: chrono::Utc::now(),
+            event,
+        };
+        self.s.apply(&envelope);
+        self.r.events.emit(&envelope);
+        self.buffer.push(envelope);
+    }
+
+    /// Commits the step's events and the steering messages it applied.
+    fn commit(&mut self) -> Result<(), ResearchError> {
+        if self.buffer.is_empty() && self.applying.is_empty() {
+            return Ok(());
+        }
+        self.r.journal.commit(&self.buffer, &self.applying)?;
+        self.buffer.clear();
+        self.applying.clear();
+        Ok(())
+    }
+
+    /// Records what one LLM call cost, under `stage`.
+    pub(super) fn account(&mut self, stage: Stage, completion: &Completion) {
+        self.emit(Event::Usage {
+            stage,
+            usage: completion.usage,
+            seconds: completion.timing.total.as_secs_f64(),
+        });
+    }
+
+    fn total_usage(&self) -> Usage {
+        self.s.by_stage.values().fold(Usage::default(), |mut u, s| {
+            u += s.usage;
+            u
+        })
+    }
+
+    pub(super) fn depth_limit(&self) -> u32 {
+        self.r.settings.depth
+    }
+
+    /// Opens the session: what is researched, with what, on which date.
+    fn start(&mut self) {
+        let event = Event::Started {
+            query: self.brief.query.trim().to_string(),
+            depth: self.r.settings.depth,
+            breadth: self.r.settings.breadth,
+            sources: self.r.sources.names(),
+            model: self.r.llm.model_name().to_string(),
+            remote_sources: self.r.sources.any_remote(),
+            date: session_date(),
+            persona_text: self.brief.persona_text.trim().to_string(),
+            profile: self.brief.profile.clone(),
+        };
+        self.emit(event);
+    }
+
+    /// Closes the session unless steering is waiting; returns whether it closed. The journal
+    /// decides atomically, so a message queued at the last moment is not lost.
+    fn finish(&mut self) -> Result<bool, ResearchError> {
+        let envelope = Envelope {
+            seq: self.s.next_seq,
+            at: chrono::Utc::now(),
+            event: Event::Finished {
+                usage: self.total_usage(),
+                seconds: self.s.by_stage.values().map(|s| s.seconds).sum(),
+                pauses: self.s.total_pauses,
+            },
+        };
+        if !self
+            .r
+            .journal
+            .finish(std::slice::from_ref(&envelope), &[])?
+        {
+            return Ok(false);
+        }
+        self.s.apply(&envelope);
+        self.r.events.emit(&envelope);
+        Ok(true)
+    }
+
+    pub(super) fn add_task_event(
+        &mut self,
+        node: usize,
+        text: &str,
+        provenance: Provenance,
+        priority: u8,
+    ) {
+        let now = chrono::Utc::now();
+        let task = Task {
+            id: self.s.todo.next_id(),
+            text: text.to_string(),
+            priority: todo::clamp_priority(priority),
+            status: TaskStatus::Pending,
+            provenance,
+            node,
+            created_at: now,
+            updated_at: now,
+            note: String::new(),
+        };
+        self.emit(Event::TaskAdded { task });
+    }
+
+    /// Adds a node under `parent` and the task that researches it.
+    pub(super) fn add_node(
+        &mut self,
+        parent: usize,
+        follow_up: &FollowUp,
+        origin: Origin,
+        prefetched: Vec<Evidence>,
+        provenance: Provenance,
+        priority: u8,
+    ) -> usize {
+        let id = self.s.tree.nodes.len();
+        self.emit(Event::NodeAdded {
+            id,
+            parent: Some(parent),
+            depth: self.s.tree.nodes[parent].depth + 1,
+            question: follow_up.question.clone(),
+            origin,
+            confidence: follow_up.confidence,
+            tags: follow_up.tags.clone(),
+            prefetched,
+        });
+        self.add_task_event(id, &follow_up.question, provenance, priority);
+        id
+    }
+
+    pub(super) fn update_task(
+        &mut self,
+        id: usize,
+        status: Option<TaskStatus>,
+        priority: Option<u8>,
+        note: &str,
+    ) {
+        self.emit(Event::TaskUpdated {
+            id,
+            status,
+            priority,
+            note: note.to_string(),
+        });
+    }
+
+    /// Retrieval under the standing directives: excluded passages dropped, focused first.
+    pub(super) fn search(&mut self, query: &str) -> Result<Vec<Evidence>, ResearchError> {
+        let embedder = Some((self.r.embedder, self.r.embed_model.as_str()));
+        let limit = self.r.settings.evidence_per_node;
+        // Room for the passages the directives will drop.
+        let wanted = if self.s.directives.is_empty() {
+            limit
+        } else {
+            limit * 2
+        };
+        let found = self.r.sources.search(query, wanted, embedder)?;
+        Ok(self.s.directives.filter_evidence(found, limit))
+    }
+
+    /// Emits the persona's change, if any: the checklist items it gained and, when its text
+    /// changed, `info` (what was added to it).
+    pub(super) fn emit_persona_update(&mut self, before: Persona, persona: Persona, info: &str) {
+        if persona == before {
+            return;
+        }
+        let added_items: Vec<String> = persona
+            .checklist
+            .iter()
+            .filter(|c| !before.checklist.contains(c))
+            .cloned()
+            .collect();
+        let added_text = if persona.text != before.text {
+            info.to_string()
+        } else {
+            String::new()
+        };
+        self.emit(Event::PersonaUpdated {
+            persona,
+            added_text,
+            added_items,
+        });
+    }
+}

@@ -1,0 +1,56 @@
+//! The report (DESIGN.md step 10): the learnings of the tree the user kept, written up with
+//! citations.
+
+use crate::research::engine::Run;
+use crate::research::events::{Event, Stage};
+use crate::research::report;
+use crate::research::tree::{self, Tree};
+use crate::research::ResearchError;
+
+impl Run<'_, '_> {
+    /// Writes the report, section by section.
+    pub(in crate::research) fn write_report(&mut self) -> Result<(), ResearchError> {
+        let tree = self.reported_tree();
+        let input = report::ReportInput {
+            query: &self.s.query,
+            persona: &self.s.persona,
+            profile: &self.s.profile,
+            tree: &tree,
+            learnings: &self.s.learnings,
+            evidence: &self.s.evidence,
+            current_date: &self.s.date,
+        };
+        let mut sections = Vec::new();
+        let (report, completions) = report::write(self.r.llm, &input, &mut |i, h| {
+            sections.push((i, h.to_string()))
+        })?;
+        for (index, heading) in sections {
+            self.emit(Event::ReportSection { index, heading });
+        }
+        for c in &completions {
+            self.account(Stage::Report, c);
+        }
+        self.emit(Event::ReportWritten {
+            title: report.title.clone(),
+            words: report.words(),
+            citations: report.references.len(),
+            report: Some(Box::new(report)),
+        });
+        Ok(())
+    }
+
+    /// The tree as the report sees it: canceled directions and what the user excluded left
+    /// out.
+    fn reported_tree(&self) -> Tree {
+        let mut tree = self.s.tree.clone();
+        let statuses: Vec<tree::Status> = tree.nodes.iter().map(|n| n.status).collect();
+        tree.nodes[0]
+            .children
+            .retain(|&c| statuses[c] != tree::Status::Canceled);
+        for node in &mut tree.nodes {
+            node.learnings
+                .retain(|&l| !self.s.directives.excludes(&self.s.learnings[l].text));
+        }
+        tree
+    }
+}
