@@ -9,9 +9,9 @@ use rand::SeedableRng;
 use serde::Serialize;
 
 use crate::embed::Embedder;
-use crate::history::store::QuantizedVector;
 use crate::history::synth::{self, SynthConfig};
 use crate::history::{Filter, History, ImportOptions, Progress, SearchMode};
+use crate::retrieval::QuantizedVector;
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -240,10 +240,7 @@ fn copy_sample_vectors(
         .store()
         .for_each_vector(model, |row| {
             if sample.len() < 4096 {
-                sample.push(QuantizedVector {
-                    scale: row.scale,
-                    values: row.values.iter().map(|&b| b as i8).collect(),
-                });
+                sample.push(QuantizedVector::from_blob(row.scale, row.values));
             }
         })
         .map_err(cerr)?;
