@@ -24,6 +24,7 @@ pub mod models;
 pub mod profile;
 pub mod prompts;
 pub mod research;
+pub mod retrieval;
 pub mod session;
 pub mod sources;
 pub mod status;

@@ -23,7 +23,8 @@ pub use store::{ForgetSelector, Inserted, StoreError, StoreStats, StoredSession,
 pub use text_index::{Filter, IndexError};
 
 use crate::embed::{EmbedError, Embedder};
-use store::{QuantizedVector, Store};
+use crate::retrieval::QuantizedVector;
+use store::Store;
 use text_index::TextIndex;
 use vectors::VectorIndex;
 
@@ -212,7 +213,9 @@ impl History {
             vectors: None,
         };
         let (stored, indexed) = (history.store.count()?, history.text.num_docs());
-        if stored != indexed {
+        // A recreated index (another analyzer or schema) is rebuilt even when the store is
+        // empty, so the two never disagree about what was indexed how.
+        if history.text.recreated() || stored != indexed {
             tracing::warn!(
                 stored,
                 indexed,
@@ -380,12 +383,12 @@ impl History {
                             let hash = s.content_hash();
                             match writer.insert_session(&s, &hash, &origin)? {
                                 Inserted::Added(id) => {
-                                    text.add(id, &s)?;
+                                    text_index::add(text, id, &s)?;
                                     report.added += 1;
                                 }
                                 Inserted::Replaced { old, new } => {
-                                    text.delete(old)?;
-                                    text.add(new, &s)?;
+                                    text.delete_key(old)?;
+                                    text_index::add(text, new, &s)?;
                                     report.updated += 1;
                                 }
                                 Inserted::Duplicate => report.duplicates += 1,
@@ -540,7 +543,7 @@ impl History {
         filter: &Filter,
         limit: usize,
     ) -> HistoryResult<Vec<(i64, f32)>> {
-        Ok(self.text.search(query, filter, limit)?)
+        Ok(text_index::search(&self.text, query, filter, limit)?)
     }
 
     /// One session with its turns.
@@ -586,7 +589,7 @@ impl History {
             self.text.delete_all()?;
         } else {
             for &id in &ids {
-                self.text.delete(id)?;
+                self.text.delete_key(id)?;
             }
         }
         self.text.commit()?;
@@ -609,11 +612,10 @@ impl History {
         let mut n = 0u64;
         store.for_each_session(1000, |batch| {
             for s in batch {
-                text.add(s.id, &s.session)
-                    .map_err(|e| StoreError::Corrupt {
-                        path: e.path.clone(),
-                        message: e.message.clone(),
-                    })?;
+                text_index::add(text, s.id, &s.session).map_err(|e| StoreError::Corrupt {
+                    path: e.path.clone(),
+                    message: e.message.clone(),
+                })?;
             }
             n += batch.len() as u64;
             progress.advance(batch.len() as u64);

@@ -1,8 +1,5 @@
-//! Hybrid history search: BM25 and embedding similarity, fused by reciprocal rank.
-//!
-//! Rank fusion needs no score calibration between the two retrievers, which matters because
-//! BM25 scores are unbounded and cosine similarities crowd together; a session found by both
-//! lists rises above one found by either alone.
+//! Hybrid history search: BM25 and embedding similarity, fused by reciprocal rank (the shared
+//! [`crate::retrieval::fusion`]), BM25's list first.
 
 use std::collections::HashMap;
 
@@ -13,9 +10,7 @@ use super::session::{HistorySource, Kind};
 use super::text_index::Filter;
 use super::{History, HistoryResult};
 use crate::embed::Embedder;
-
-/// The constant of reciprocal rank fusion (Cormack et al. 2009): `score = Σ 1 / (k + rank)`.
-pub const RRF_K: f32 = 60.0;
+use crate::retrieval::reciprocal_rank_fusion;
 
 /// Which retrievers to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -47,20 +42,6 @@ pub struct SearchHit {
     pub started_at: Option<DateTime<Utc>>,
     /// A short plain-text excerpt.
     pub snippet: String,
-}
-
-/// Fuses ranked lists of ids by reciprocal rank; ties keep the lower id first.
-pub fn reciprocal_rank_fusion(lists: &[&[i64]], limit: usize) -> Vec<(i64, f32)> {
-    let mut scores: HashMap<i64, f32> = HashMap::new();
-    for list in lists {
-        for (rank, id) in list.iter().enumerate() {
-            *scores.entry(*id).or_default() += 1.0 / (RRF_K + rank as f32 + 1.0);
-        }
-    }
-    let mut fused: Vec<(i64, f32)> = scores.into_iter().collect();
-    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    fused.truncate(limit);
-    fused
 }
 
 impl History {
@@ -107,7 +88,7 @@ impl History {
             SearchMode::Hybrid => {
                 let a: Vec<i64> = bm25.iter().map(|h| h.0).collect();
                 let b: Vec<i64> = vector.iter().map(|h| h.0).collect();
-                reciprocal_rank_fusion(&[&a, &b], limit)
+                reciprocal_rank_fusion(&[a.as_slice(), b.as_slice()], limit)
             }
         };
         let rank_in =
@@ -178,15 +159,6 @@ pub fn snippet(text: &str, query: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fusion_rewards_agreement() {
-        let fused = reciprocal_rank_fusion(&[&[1, 2, 3], &[3, 4, 1]], 10);
-        let order: Vec<i64> = fused.iter().map(|h| h.0).collect();
-        // 1 is first and third; 3 is third and first: tie, lower id first. Both beat 2 and 4.
-        assert_eq!(order, vec![1, 3, 2, 4]);
-        assert_eq!(reciprocal_rank_fusion(&[&[5, 6]], 1).len(), 1);
-    }
 
     #[test]
     fn snippet_centres_on_a_query_word() {

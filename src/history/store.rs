@@ -1,9 +1,6 @@
 //! The SQLite store: the source of truth for history. Tantivy and the vectors are indexes
-//! rebuilt from it.
-//!
-//! WAL mode (readers never block the importer), foreign keys so a session's turns and vectors
-//! go with it, and `secure_delete` so forgotten text is overwritten in the file rather than
-//! left in free pages. Schema changes are numbered migrations tracked in `user_version`.
+//! rebuilt from it. Opening, pragmas and migrations are the shared
+//! [`crate::retrieval::sqlite`]; this module holds history's tables and queries.
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +9,8 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde::Serialize;
 
 use super::session::{HistorySource, Kind, Session, Signal, SignalKind, Turn, TurnRole};
+use crate::retrieval::sqlite::{self as db, Database, OpenError};
+use crate::retrieval::QuantizedVector;
 
 /// Errors from the history store.
 #[derive(Debug, thiserror::Error)]
@@ -28,7 +27,12 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
-/// The numbered schema migrations; `user_version` records how many have run.
+/// The history database: its numbered schema migrations (`user_version` records how many ran).
+const DATABASE: Database = Database {
+    label: "history database",
+    migrations: MIGRATIONS,
+};
+
 const MIGRATIONS: &[&str] = &[
     r#"
 CREATE TABLE sessions (
@@ -195,20 +199,17 @@ pub(crate) fn from_micros(us: Option<i64>) -> Option<DateTime<Utc>> {
 impl Store {
     /// Opens (creating and migrating if needed) the database at `path`.
     pub fn open(path: &Path) -> StoreResult<Self> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| StoreError::Corrupt {
+        let conn = DATABASE.open(path).map_err(|e| match e {
+            OpenError::Sqlite(e) => sqlite(path, e),
+            e => StoreError::Corrupt {
                 path: path.to_path_buf(),
-                message: format!("cannot create {}: {e}", dir.display()),
-            })?;
-        }
-        let conn = Connection::open(path).map_err(|e| sqlite(path, e))?;
-        let mut store = Self {
+                message: e.to_string(),
+            },
+        })?;
+        Ok(Self {
             conn,
             path: path.to_path_buf(),
-        };
-        store.configure()?;
-        store.migrate()?;
-        Ok(store)
+        })
     }
 
     /// The database file.
@@ -218,55 +219,6 @@ impl Store {
 
     fn err(&self, e: rusqlite::Error) -> StoreError {
         sqlite(&self.path, e)
-    }
-
-    fn configure(&mut self) -> StoreResult<()> {
-        self.conn
-            .busy_timeout(std::time::Duration::from_secs(10))
-            .map_err(|e| self.err(e))?;
-        let mode: String = self
-            .conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(|e| self.err(e))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            tracing::warn!(mode, "history database is not in WAL mode");
-        }
-        self.conn
-            .execute_batch(
-                "PRAGMA synchronous = NORMAL;
-                 PRAGMA foreign_keys = ON;
-                 PRAGMA secure_delete = ON;
-                 PRAGMA temp_store = MEMORY;
-                 PRAGMA cache_size = -65536;",
-            )
-            .map_err(|e| self.err(e))
-    }
-
-    fn migrate(&mut self) -> StoreResult<()> {
-        let version: i64 = self
-            .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|e| self.err(e))?;
-        let known = MIGRATIONS.len() as i64;
-        if version > known {
-            return Err(StoreError::Corrupt {
-                path: self.path.clone(),
-                message: format!(
-                    "schema version {version} is newer than this Rudder understands ({known}); \
-                     upgrade Rudder"
-                ),
-            });
-        }
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-            let path = self.path.clone();
-            let tx = self.conn.transaction().map_err(|e| sqlite(&path, e))?;
-            tx.execute_batch(sql).map_err(|e| sqlite(&path, e))?;
-            tx.pragma_update(None, "user_version", (i + 1) as i64)
-                .map_err(|e| sqlite(&path, e))?;
-            tx.commit().map_err(|e| sqlite(&path, e))?;
-            tracing::info!(version = i + 1, "history database migrated");
-        }
-        Ok(())
     }
 
     /// Starts a write transaction: one per imported file.
@@ -467,8 +419,7 @@ impl Store {
                 }
                 del.execute([id]).map_err(|e| sqlite(&path, e))?;
                 for (i, v) in chunks.iter().enumerate() {
-                    let bytes: Vec<u8> = v.values.iter().map(|&x| x as u8).collect();
-                    ins.execute(params![id, i as i64, v.scale as f64, bytes])
+                    ins.execute(params![id, i as i64, v.scale as f64, v.to_blob()])
                         .map_err(|e| sqlite(&path, e))?;
                 }
             }
@@ -587,13 +538,7 @@ impl Store {
     /// Rewrites the database so that deleted content is not recoverable from the file or its
     /// write-ahead log.
     pub fn compact(&mut self) -> StoreResult<()> {
-        self.conn
-            .execute_batch(
-                "PRAGMA wal_checkpoint(TRUNCATE);
-                 VACUUM;
-                 PRAGMA wal_checkpoint(TRUNCATE);",
-            )
-            .map_err(|e| self.err(e))
+        db::compact(&self.conn).map_err(|e| self.err(e))
     }
 
     /// Counts by source and kind, and the time span.
@@ -688,21 +633,11 @@ impl Store {
 
     /// A value from the `meta` table.
     pub fn meta(&self, key: &str) -> StoreResult<Option<String>> {
-        self.conn
-            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
-            .optional()
-            .map_err(|e| self.err(e))
+        db::meta(&self.conn, key).map_err(|e| self.err(e))
     }
 
     pub fn set_meta(&self, key: &str, value: &str) -> StoreResult<()> {
-        self.conn
-            .execute(
-                "INSERT INTO meta (key, value) VALUES (?1, ?2)
-                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                [key, value],
-            )
-            .map(|_| ())
-            .map_err(|e| self.err(e))
+        db::set_meta(&self.conn, key, value).map_err(|e| self.err(e))
     }
 }
 
@@ -832,28 +767,6 @@ pub struct VectorRow<'a> {
     pub source: HistorySource,
     pub kind: Kind,
     pub started_at: Option<i64>,
-}
-
-/// An int8-quantised embedding: `value ≈ values[i] as f32 * scale`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct QuantizedVector {
-    pub scale: f32,
-    pub values: Vec<i8>,
-}
-
-impl QuantizedVector {
-    /// Symmetric per-vector quantisation: the largest magnitude maps to 127.
-    pub fn quantize(v: &[f32]) -> Self {
-        let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
-        let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
-        Self {
-            scale,
-            values: v
-                .iter()
-                .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8)
-                .collect(),
-        }
-    }
 }
 
 fn selector_sql(selector: &ForgetSelector) -> (String, Vec<rusqlite::types::Value>) {
@@ -1084,16 +997,6 @@ mod tests {
             w.insert_session(&a, &a.content_hash(), "f").unwrap();
         }
         assert_eq!(store.count().unwrap(), 0);
-    }
-
-    #[test]
-    fn quantization_keeps_direction() {
-        let v = [0.5f32, -0.25, 0.0, 0.125];
-        let q = QuantizedVector::quantize(&v);
-        assert_eq!(q.values[0], 127);
-        for (x, y) in v.iter().zip(&q.values) {
-            assert!((x - *y as f32 * q.scale).abs() < 0.003);
-        }
     }
 
     #[test]

@@ -1,14 +1,11 @@
 //! The semantic side of history search: every session is cut into chunks, each chunk gets an
-//! embedding, stored durably in SQLite (int8 with a per-vector scale, ~4× smaller than f32),
-//! and searched exactly by a brute-force scan held in memory.
-//!
-//! Exact search over int8 is fast enough on a laptop for hundreds of thousands of chunks
-//! (a few milliseconds per query on two cores) and needs no approximate index to tune or
-//! rebuild; a session scores as its best chunk.
+//! embedding, stored durably in SQLite as int8 and scanned exactly in memory (the shared
+//! [`crate::retrieval::vectors`]); a session scores as its best chunk.
 
 use super::session::{HistorySource, Kind, Session};
-use super::store::{QuantizedVector, Store, StoreResult};
+use super::store::{Store, StoreResult};
 use super::text_index::Filter;
+use crate::retrieval::vectors::{top_k, Int8Matrix};
 
 /// Characters per chunk: about 150 tokens, inside the 256-token window of small sentence
 /// encoders such as all-MiniLM-L6-v2.
@@ -63,15 +60,12 @@ fn take_chars_at_boundary(s: &str, max: usize) -> &str {
     }
 }
 
-/// All stored vectors of one embedding model, in memory, for exact search.
+/// All stored vectors of one embedding model, in memory, for exact search: the shared int8
+/// matrix, plus per row the session it belongs to and that session's filter fields.
 #[derive(Default)]
 pub struct VectorIndex {
-    dims: usize,
-    /// Per chunk: the session it belongs to and its scale.
+    matrix: Int8Matrix,
     session_of: Vec<i64>,
-    scales: Vec<f32>,
-    values: Vec<i8>,
-    /// Per chunk: the filter fields of its session.
     kinds: Vec<Kind>,
     sources: Vec<HistorySource>,
     times: Vec<Option<i64>>,
@@ -82,16 +76,11 @@ impl VectorIndex {
     pub fn load(store: &Store, model: &str) -> StoreResult<Self> {
         let mut index = VectorIndex::default();
         store.for_each_vector(model, |row| {
-            if index.dims == 0 {
-                index.dims = row.values.len();
-            }
-            if row.values.len() != index.dims {
+            if !index.matrix.push_blob(row.scale, row.values) {
                 tracing::warn!(session = row.session_id, "vector of the wrong size skipped");
                 return;
             }
             index.session_of.push(row.session_id);
-            index.scales.push(row.scale);
-            index.values.extend(row.values.iter().map(|&b| b as i8));
             index.kinds.push(row.kind);
             index.sources.push(row.source);
             index.times.push(row.started_at);
@@ -111,10 +100,9 @@ impl VectorIndex {
     /// The `limit` sessions most similar to `query` (an L2-normalised embedding), as
     /// (session id, cosine similarity), best first.
     pub fn search(&self, query: &[f32], filter: &Filter, limit: usize) -> Vec<(i64, f32)> {
-        if self.is_empty() || query.len() != self.dims || limit == 0 {
+        let Some(q) = self.matrix.query(query).filter(|_| limit > 0) else {
             return Vec::new();
-        }
-        let q = QuantizedVector::quantize(query);
+        };
         // Best chunk per session; chunks of a session are contiguous (loaded in id order).
         let mut best: Vec<(i64, f32)> = Vec::new();
         let filtered = !filter.is_empty();
@@ -122,8 +110,7 @@ impl VectorIndex {
             if filtered && !filter.admits(self.kinds[i], self.sources[i], self.times[i]) {
                 continue;
             }
-            let row = &self.values[i * self.dims..(i + 1) * self.dims];
-            let score = dot_i8(&q.values, row) as f32 * q.scale * self.scales[i];
+            let score = self.matrix.similarity(&q, i);
             match best.last_mut() {
                 Some((id, s)) if *id == session => {
                     if score > *s {
@@ -133,61 +120,15 @@ impl VectorIndex {
                 _ => best.push((session, score)),
             }
         }
-        let limit = limit.min(best.len());
-        if limit == 0 {
-            return best;
-        }
-        best.select_nth_unstable_by(limit - 1, |a, b| b.1.total_cmp(&a.1));
-        best.truncate(limit);
-        best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        best
+        top_k(best, limit)
     }
-}
-
-/// Integer dot product. The scan spends nearly all its time here, so on x86-64 it uses AVX2
-/// when the CPU has it (detected once at run time; release builds target baseline x86-64).
-pub(crate) fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2, checked just above.
-            return unsafe { dot_i8_avx2(a, b) };
-        }
-    }
-    dot_i8_portable(a, b)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn dot_i8_avx2(a: &[i8], b: &[i8]) -> i32 {
-    dot_i8_portable(a, b)
-}
-
-/// Sixteen independent lanes of i16 products widened to i32: the shape LLVM turns into
-/// multiply-add instructions.
-#[inline(always)]
-fn dot_i8_portable(a: &[i8], b: &[i8]) -> i32 {
-    const LANES: usize = 16;
-    let mut acc = [0i32; LANES];
-    let (ca, ra) = a.split_at(a.len() / LANES * LANES);
-    let (cb, rb) = b.split_at(ca.len().min(b.len()));
-    for (xa, xb) in ca.chunks_exact(LANES).zip(cb.chunks_exact(LANES)) {
-        for l in 0..LANES {
-            acc[l] += i32::from(i16::from(xa[l]) * i16::from(xb[l]));
-        }
-    }
-    let tail: i32 = ra
-        .iter()
-        .zip(rb)
-        .map(|(&x, &y)| i32::from(x) * i32::from(y))
-        .sum();
-    acc.iter().sum::<i32>() + tail
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::history::session::Turn;
+    use crate::retrieval::QuantizedVector;
 
     fn chat(title: &str, turns: &[&str]) -> Session {
         Session {
@@ -224,27 +165,11 @@ mod tests {
     }
 
     #[test]
-    fn dot_product_matches_the_naive_sum() {
-        let a: Vec<i8> = (0..389).map(|i| ((i * 37) % 255 - 127) as i8).collect();
-        let b: Vec<i8> = (0..389).map(|i| ((i * 91) % 255 - 127) as i8).collect();
-        let naive: i32 = a.iter().zip(&b).map(|(&x, &y)| x as i32 * y as i32).sum();
-        assert_eq!(dot_i8(&a, &b), naive);
-        assert_eq!(dot_i8_portable(&a, &b), naive);
-        let extreme = vec![127i8; 384];
-        assert_eq!(dot_i8(&extreme, &extreme), 127 * 127 * 384);
-    }
-
-    #[test]
     fn search_scores_sessions_by_their_best_chunk() {
-        let mut idx = VectorIndex {
-            dims: 2,
-            ..Default::default()
-        };
+        let mut idx = VectorIndex::default();
         let mut push = |session: i64, v: [f32; 2], kind: Kind| {
-            let q = QuantizedVector::quantize(&v);
+            assert!(idx.matrix.push(&QuantizedVector::quantize(&v)));
             idx.session_of.push(session);
-            idx.scales.push(q.scale);
-            idx.values.extend(q.values);
             idx.kinds.push(kind);
             idx.sources.push(HistorySource::Chatgpt);
             idx.times.push(None);

@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use super::expand::{Expanded, Expansion};
 use super::ProfileError;
 use crate::embed::Embedder;
-use crate::history::search::reciprocal_rank_fusion;
 use crate::history::{Filter, History, SearchMode};
+use crate::retrieval::reciprocal_rank_fusion;
 
 /// Which expansion(s) drive retrieval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

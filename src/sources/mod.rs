@@ -207,33 +207,26 @@ impl Sources {
     }
 }
 
-/// Reciprocal-rank fusion of several ranked lists (k = 60).
+/// Reciprocal-rank fusion of several ranked lists (the shared
+/// [`reciprocal_rank_fusion`](crate::retrieval::reciprocal_rank_fusion), keyed by citation
+/// target); each passage keeps the text of its first occurrence and takes the fused score.
 pub fn fuse(lists: Vec<Vec<Evidence>>, limit: usize) -> Vec<Evidence> {
-    const K: f32 = 60.0;
-    let mut scored: Vec<(f32, usize, Evidence)> = Vec::new();
-    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    let mut order = 0usize;
-    for list in lists {
-        for (rank, ev) in list.into_iter().enumerate() {
-            let add = 1.0 / (K + rank as f32 + 1.0);
-            let key = ev.target.key();
-            match index.get(&key) {
-                Some(&i) => scored[i].0 += add,
-                None => {
-                    index.insert(key, scored.len());
-                    scored.push((add, order, ev));
-                }
-            }
-            order += 1;
-        }
+    let keys: Vec<Vec<String>> = lists
+        .iter()
+        .map(|list| list.iter().map(|ev| ev.target.key()).collect())
+        .collect();
+    let refs: Vec<&[String]> = keys.iter().map(Vec::as_slice).collect();
+    let fused = crate::retrieval::reciprocal_rank_fusion(&refs, limit);
+    let mut first: std::collections::HashMap<String, Evidence> = std::collections::HashMap::new();
+    for (ev, key) in lists.into_iter().flatten().zip(keys.into_iter().flatten()) {
+        first.entry(key).or_insert(ev);
     }
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    scored
+    fused
         .into_iter()
-        .take(limit)
-        .map(|(s, _, mut ev)| {
-            ev.score = s;
-            ev
+        .filter_map(|(key, score)| {
+            let mut ev = first.remove(&key)?;
+            ev.score = score;
+            Some(ev)
         })
         .collect()
 }

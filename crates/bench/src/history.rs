@@ -9,8 +9,8 @@ use rand::SeedableRng;
 use serde::Serialize;
 
 use rudder::embed::Embedder;
-use rudder::history::store::QuantizedVector;
 use rudder::history::{Filter, History, ImportOptions, Progress, SearchMode};
+use rudder::retrieval::QuantizedVector;
 use rudder_synth::{self as synth, SynthConfig};
 
 /// What to measure.
@@ -240,10 +240,7 @@ fn copy_sample_vectors(
         .store()
         .for_each_vector(model, |row| {
             if sample.len() < 4096 {
-                sample.push(QuantizedVector {
-                    scale: row.scale,
-                    values: row.values.iter().map(|&b| b as i8).collect(),
-                });
+                sample.push(QuantizedVector::from_blob(row.scale, row.values));
             }
         })
         .map_err(cerr)?;

@@ -31,8 +31,8 @@ pub use store::{DocumentInfo, RootInfo, StoreCounts};
 
 use super::{CitationTarget, Evidence, Source, SourceError};
 use crate::embed::{EmbedError, Embedder};
-use crate::history::store::QuantizedVector;
 use crate::history::Progress;
+use crate::retrieval::{reciprocal_rank_fusion, IndexError, QuantizedVector};
 use index::TextIndex;
 pub use store::ChunkRow;
 use store::{DocRow, NewChunk, NewDocument, Store};
@@ -70,6 +70,15 @@ fn located(file: &str, place: Option<&str>, message: &str) -> String {
     match place {
         Some(p) => format!("{file}: {p}: {message}"),
         None => format!("{file}: {message}"),
+    }
+}
+
+impl From<IndexError> for DocsError {
+    fn from(e: IndexError) -> Self {
+        Self::Index {
+            path: e.path,
+            message: e.message,
+        }
     }
 }
 
@@ -261,7 +270,8 @@ impl Library {
         };
         let pending = library.store.meta(TEXT_PENDING)?.as_deref() == Some("1");
         let (stored, indexed) = (library.store.count_chunks()?, library.text.num_docs());
-        if pending || stored != indexed {
+        // A recreated index (another analyzer or schema) is rebuilt even for an empty store.
+        if pending || library.text.recreated() || stored != indexed {
             tracing::warn!(
                 stored,
                 indexed,
@@ -308,7 +318,7 @@ impl Library {
         store.for_each_chunk(|row| {
             if failure.is_none() {
                 let title = index_title(&row.title, row.description.as_deref());
-                match text.add(row.id, row.doc_id, &title, &row.text) {
+                match index::add(text, row.id, row.doc_id, &title, &row.text) {
                     Ok(()) => n += 1,
                     Err(e) => failure = Some(e),
                 }
@@ -427,7 +437,7 @@ impl Library {
         }
         w.commit()?;
         for d in docs {
-            self.text.delete_doc(d.id)?;
+            index::delete_doc(&mut self.text, d.id)?;
             report.push(FileReport::new(&d.path, FileStatus::Removed));
         }
         self.commit_text()?;
@@ -460,7 +470,7 @@ impl Library {
                     let mut w = self.store.write()?;
                     w.delete_document(prev.id)?;
                     w.commit()?;
-                    self.text.delete_doc(prev.id)?;
+                    index::delete_doc(&mut self.text, prev.id)?;
                     self.vectors = None;
                     if let Some(r) = report.reason.as_mut() {
                         r.push_str(" (its earlier version was removed from the library)");
@@ -506,10 +516,10 @@ impl Library {
         )?;
         w.commit()?;
         if let Some(prev) = previous {
-            self.text.delete_doc(prev.id)?;
+            index::delete_doc(&mut self.text, prev.id)?;
         }
         for (id, c) in chunk_ids.iter().zip(&chunks) {
-            self.text.add(*id, doc_id, &title, &c.text)?;
+            index::add(&mut self.text, *id, doc_id, &title, &c.text)?;
         }
         self.vectors = None;
         Ok(FileReport {
@@ -719,14 +729,14 @@ impl Library {
         w.commit()?;
         for (a, (doc_id, chunk_ids)) in batch.iter().zip(written) {
             if let Some(old) = a.previous {
-                self.text.delete_doc(old)?;
+                index::delete_doc(&mut self.text, old)?;
                 report.updated += 1;
             } else {
                 report.added += 1;
             }
             let title = index_title(&a.title, a.summary.as_deref());
             for (id, c) in chunk_ids.iter().zip(&a.chunks) {
-                self.text.add(*id, doc_id, &title, &c.text)?;
+                index::add(&mut self.text, *id, doc_id, &title, &c.text)?;
             }
             report.chunks += a.chunks.len() as u64;
         }
@@ -794,7 +804,7 @@ impl Library {
     }
 
     /// The best `limit` passages for `query`: BM25 and, with an embedder, semantic similarity
-    /// fused by reciprocal rank (k = 60). Each is cited by path, chunk and page.
+    /// fused by reciprocal rank, BM25's list first. Each is cited by path, chunk and page.
     pub fn search(
         &mut self,
         query: &str,
@@ -805,13 +815,15 @@ impl Library {
             return Ok(Vec::new());
         }
         let depth = (limit * 4).max(40);
-        let bm25 = self.text.search(query, depth)?;
+        let bm25 = self.text.search(query, Vec::new(), depth)?;
         let ranked = match embedder {
             None => bm25,
             Some((embedder, model)) => {
                 let query_vector = embedder.embed(&[query])?.pop().unwrap_or_default();
                 let semantic = self.vector_index(model)?.search(&query_vector, depth);
-                reciprocal_rank_fusion(&[bm25, semantic])
+                let bm25: Vec<i64> = bm25.iter().map(|h| h.0).collect();
+                let semantic: Vec<i64> = semantic.iter().map(|h| h.0).collect();
+                reciprocal_rank_fusion(&[bm25.as_slice(), semantic.as_slice()], limit)
             }
         };
         let top: Vec<(i64, f32)> = ranked.into_iter().take(limit).collect();
@@ -905,7 +917,7 @@ impl Library {
 
     /// Releases the index's write lock (a long-lived process calls this when done writing).
     pub fn release_writer(&mut self) -> Result<(), DocsError> {
-        self.text.close_writer()
+        Ok(self.text.close_writer()?)
     }
 }
 
@@ -1026,28 +1038,6 @@ fn embedding_text(row: &ChunkRow) -> String {
         Some(d) => format!("{} ({d})\n{}", row.title, row.text),
         None => format!("{}\n{}", row.title, row.text),
     }
-}
-
-/// Reciprocal-rank fusion (k = 60) of ranked id lists; ties keep first-seen order.
-fn reciprocal_rank_fusion(lists: &[Vec<(i64, f32)>]) -> Vec<(i64, f32)> {
-    const K: f32 = 60.0;
-    let mut scores: Vec<(i64, f32, usize)> = Vec::new();
-    let mut at: HashMap<i64, usize> = HashMap::new();
-    for list in lists {
-        for (rank, &(id, _)) in list.iter().enumerate() {
-            let add = 1.0 / (K + rank as f32 + 1.0);
-            match at.get(&id) {
-                Some(&i) => scores[i].1 += add,
-                None => {
-                    at.insert(id, scores.len());
-                    let order = scores.len();
-                    scores.push((id, add, order));
-                }
-            }
-        }
-    }
-    scores.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)));
-    scores.into_iter().map(|(id, s, _)| (id, s)).collect()
 }
 
 /// The files a folder holds that the library reads: recursively, in name order, skipping
@@ -1196,14 +1186,6 @@ impl Source for DocsSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fusion_rewards_agreement() {
-        let fused =
-            reciprocal_rank_fusion(&[vec![(1, 9.0), (2, 8.0), (3, 7.0)], vec![(3, 0.9), (4, 0.8)]]);
-        let ids: Vec<i64> = fused.iter().map(|f| f.0).collect();
-        assert_eq!(ids, vec![3, 1, 2, 4]);
-    }
 
     #[test]
     fn errors_name_file_and_place() {

@@ -2,8 +2,8 @@
 //! chunks, and the chunks' int8 embeddings. It is the source of truth; the Tantivy index and
 //! the in-memory vectors are rebuilt from it.
 //!
-//! WAL mode, foreign keys (a document's chunks and vectors go with it), `secure_delete`, and
-//! numbered migrations in `user_version`, as in the history store.
+//! Opening, pragmas and migrations are the shared [`crate::retrieval::sqlite`], as for the
+//! history store; this module holds the library's tables and queries.
 
 use std::path::{Path, PathBuf};
 
@@ -13,7 +13,14 @@ use serde::Serialize;
 
 use super::extract::Format;
 use super::DocsError;
-use crate::history::store::QuantizedVector;
+use crate::retrieval::sqlite::{self as db, Database, OpenError};
+use crate::retrieval::QuantizedVector;
+
+/// The documents database and its numbered migrations.
+const DATABASE: Database = Database {
+    label: "documents database",
+    migrations: MIGRATIONS,
+};
 
 const MIGRATIONS: &[&str] = &[r#"
 CREATE TABLE roots (
@@ -231,17 +238,18 @@ fn prefix_upper(prefix: &str) -> String {
 
 impl Store {
     pub fn open(path: &Path) -> Result<Self, DocsError> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| DocsError::io(dir, e))?;
-        }
-        let conn = Connection::open(path).map_err(|e| DocsError::sqlite(path, e))?;
-        let mut store = Self {
+        let conn = DATABASE.open(path).map_err(|e| match e {
+            OpenError::CreateDir { dir, source } => DocsError::io(&dir, source),
+            OpenError::Sqlite(e) => DocsError::sqlite(path, e),
+            e @ OpenError::NewerSchema { .. } => DocsError::Corrupt {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            },
+        })?;
+        Ok(Self {
             conn,
             path: path.to_path_buf(),
-        };
-        store.configure()?;
-        store.migrate()?;
-        Ok(store)
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -250,58 +258,6 @@ impl Store {
 
     fn err(&self, e: rusqlite::Error) -> DocsError {
         DocsError::sqlite(&self.path, e)
-    }
-
-    fn configure(&mut self) -> Result<(), DocsError> {
-        self.conn
-            .busy_timeout(std::time::Duration::from_secs(10))
-            .map_err(|e| self.err(e))?;
-        let mode: String = self
-            .conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(|e| self.err(e))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            tracing::warn!(mode, "documents database is not in WAL mode");
-        }
-        self.conn
-            .execute_batch(
-                "PRAGMA synchronous = NORMAL;
-                 PRAGMA foreign_keys = ON;
-                 PRAGMA secure_delete = ON;
-                 PRAGMA temp_store = MEMORY;",
-            )
-            .map_err(|e| self.err(e))
-    }
-
-    fn migrate(&mut self) -> Result<(), DocsError> {
-        let version: i64 = self
-            .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|e| self.err(e))?;
-        let known = MIGRATIONS.len() as i64;
-        if version > known {
-            return Err(DocsError::Corrupt {
-                path: self.path.clone(),
-                message: format!(
-                    "schema version {version} is newer than this Rudder understands ({known}); \
-                     upgrade Rudder"
-                ),
-            });
-        }
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-            let path = self.path.clone();
-            let tx = self
-                .conn
-                .transaction()
-                .map_err(|e| DocsError::sqlite(&path, e))?;
-            tx.execute_batch(sql)
-                .map_err(|e| DocsError::sqlite(&path, e))?;
-            tx.pragma_update(None, "user_version", (i + 1) as i64)
-                .map_err(|e| DocsError::sqlite(&path, e))?;
-            tx.commit().map_err(|e| DocsError::sqlite(&path, e))?;
-            tracing::info!(version = i + 1, "documents database migrated");
-        }
-        Ok(())
     }
 
     /// Starts a write transaction (one per file; one per batch of corpus articles).
@@ -483,8 +439,7 @@ impl Store {
                 )
                 .map_err(|e| DocsError::sqlite(&path, e))?;
             for (id, v) in vectors {
-                let bytes: Vec<u8> = v.values.iter().map(|&x| x as u8).collect();
-                ins.execute(params![id, model, v.scale as f64, bytes])
+                ins.execute(params![id, model, v.scale as f64, v.to_blob()])
                     .map_err(|e| DocsError::sqlite(&path, e))?;
             }
         }
@@ -687,32 +642,16 @@ impl Store {
     }
 
     pub fn meta(&self, key: &str) -> Result<Option<String>, DocsError> {
-        self.conn
-            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
-            .optional()
-            .map_err(|e| self.err(e))
+        db::meta(&self.conn, key).map_err(|e| self.err(e))
     }
 
     pub fn set_meta(&self, key: &str, value: &str) -> Result<(), DocsError> {
-        self.conn
-            .execute(
-                "INSERT INTO meta (key, value) VALUES (?1, ?2)
-                 ON CONFLICT(key) DO UPDATE SET value = ?2",
-                params![key, value],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(())
+        db::set_meta(&self.conn, key, value).map_err(|e| self.err(e))
     }
 
     /// Returns freed pages to the file system and folds the WAL back in.
     pub fn compact(&mut self) -> Result<(), DocsError> {
-        self.conn
-            .execute_batch(
-                "PRAGMA wal_checkpoint(TRUNCATE);
-                 VACUUM;
-                 PRAGMA wal_checkpoint(TRUNCATE);",
-            )
-            .map_err(|e| self.err(e))
+        db::compact(&self.conn).map_err(|e| self.err(e))
     }
 }
 
