@@ -9,8 +9,9 @@
 //! expansions is `--model` (or the configured one); the embedder is the configured one.
 //!
 //! `rudder eval build-cases --out DIR` builds persona × query × aspect cases with synthetic
-//! histories (`rudder_eval::cases`) from the evaluation material (`--eval-dir`) and writes `DIR/cases.jsonl` and
-//! `DIR/histories/<case>/conversations.json`; the same seed, data and model give the same files.
+//! histories (`rudder_eval::cases`) from the evaluation material (`--eval-dir`) and writes
+//! `DIR/cases.jsonl` and `DIR/histories/<case>/conversations.json`; the same seed, data and
+//! model give the same files.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
