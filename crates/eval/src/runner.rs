@@ -170,19 +170,17 @@ fn research_error_io(path: &Path, e: impl std::fmt::Display) -> EvalError {
 /// defaults (the loop's own) with the evaluation's depth and breadth; `rudder` adds its pause
 /// cost and the clarifying turns the simulated user answers.
 pub fn research_settings(ctx: &RunContext, system: System) -> Result<ResearchSettings, EvalError> {
+    let answers_questions = matches!(system, System::Rudder { .. });
     let overrides = RunOverrides {
         depth: Some(ctx.depth),
         breadth: Some(ctx.breadth),
-        clarify_turns: Some(0),
+        clarify_turns: Some(if answers_questions {
+            ctx.clarify_turns
+        } else {
+            0
+        }),
         c0: system.c0(),
         ..RunOverrides::default()
-    };
-    let overrides = match system {
-        System::Rudder { .. } => RunOverrides {
-            clarify_turns: Some(ctx.clarify_turns),
-            ..overrides
-        },
-        _ => overrides,
     };
     overrides
         .resolve(&ResearchDefaults::default())
