@@ -48,6 +48,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
+pub mod planted;
 mod vocab;
 
 use vocab::{vocab, InterestDef};
@@ -329,35 +330,64 @@ pub fn write_export(cfg: &SynthConfig, dir: &Path) -> rudder::Result<SynthSummar
         )));
     }
     let planned = cfg.counts();
-    let mut takeout = ArrayWriter::create(dir.join(TAKEOUT_SEARCH_PATH), Format::TakeoutSearch)?;
-    let mut chatgpt = ArrayWriter::create(dir.join(CHATGPT_PATH), Format::Chatgpt)?;
-    let mut claude = if planned.claude_chats > 0 {
-        Some(ArrayWriter::create(dir.join(CLAUDE_PATH), Format::Claude)?)
-    } else {
-        None
-    };
+    let mut out = Writers::create(dir, planned.claude_chats > 0)?;
     let mut summary = SynthSummary::default();
     for item in items(cfg) {
         summary.add(&item);
+        out.push(&item)?;
+    }
+    summary.files = out.finish()?;
+    Ok(summary)
+}
+
+/// The export files of one user, written one session at a time.
+struct Writers {
+    takeout: ArrayWriter,
+    chatgpt: ArrayWriter,
+    claude: Option<ArrayWriter>,
+}
+
+impl Writers {
+    fn create(dir: &Path, claude: bool) -> rudder::Result<Self> {
+        let takeout = ArrayWriter::create(dir.join(TAKEOUT_SEARCH_PATH), Format::TakeoutSearch)?;
+        let chatgpt = ArrayWriter::create(dir.join(CHATGPT_PATH), Format::Chatgpt)?;
+        let claude = if claude {
+            Some(ArrayWriter::create(dir.join(CLAUDE_PATH), Format::Claude)?)
+        } else {
+            None
+        };
+        Ok(Writers {
+            takeout,
+            chatgpt,
+            claude,
+        })
+    }
+
+    /// Appends `item` to its file (a Claude chat is dropped when there is no Claude file).
+    fn push(&mut self, item: &SynthItem) -> rudder::Result<()> {
         match &item.detail {
-            Detail::Takeout(extra) => takeout.push(|w| write_takeout(w, &item.session, extra))?,
-            Detail::Chatgpt(conv) => chatgpt
-                .push(|w| serde_json::to_writer(w, conv.as_ref()).map_err(io::Error::from))?,
-            Detail::Claude(conv) => {
-                if let Some(claude) = claude.as_mut() {
-                    claude.push(|w| {
-                        serde_json::to_writer(w, conv.as_ref()).map_err(io::Error::from)
-                    })?;
-                }
-            }
+            Detail::Takeout(extra) => self
+                .takeout
+                .push(|w| write_takeout(w, &item.session, extra)),
+            Detail::Chatgpt(conv) => self
+                .chatgpt
+                .push(|w| serde_json::to_writer(w, conv.as_ref()).map_err(io::Error::from)),
+            Detail::Claude(conv) => match self.claude.as_mut() {
+                Some(claude) => claude.push(|w| {
+                    serde_json::to_writer(w, conv.as_ref()).map_err(io::Error::from)
+                }),
+                None => Ok(()),
+            },
         }
     }
-    summary.files.push(takeout.finish()?);
-    summary.files.push(chatgpt.finish()?);
-    if let Some(claude) = claude {
-        summary.files.push(claude.finish()?);
+
+    fn finish(self) -> rudder::Result<Vec<SynthFile>> {
+        let mut files = vec![self.takeout.finish()?, self.chatgpt.finish()?];
+        if let Some(claude) = self.claude {
+            files.push(claude.finish()?);
+        }
+        Ok(files)
     }
-    Ok(summary)
 }
 
 /// Writes `users` exports under `dir/user-00`, `dir/user-01`, …: different people (the seed of
