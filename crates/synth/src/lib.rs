@@ -373,9 +373,8 @@ impl Writers {
                 .chatgpt
                 .push(|w| serde_json::to_writer(w, conv.as_ref()).map_err(io::Error::from)),
             Detail::Claude(conv) => match self.claude.as_mut() {
-                Some(claude) => claude.push(|w| {
-                    serde_json::to_writer(w, conv.as_ref()).map_err(io::Error::from)
-                }),
+                Some(claude) => claude
+                    .push(|w| serde_json::to_writer(w, conv.as_ref()).map_err(io::Error::from)),
                 None => Ok(()),
             },
         }

@@ -300,7 +300,12 @@ fn data() -> &'static DataFile {
 // Writing one user
 // ---------------------------------------------------------------------------------------------
 
-fn write_user(seed: u64, i: usize, def: &'static UserDef, dir: &Path) -> rudder::Result<PlantedUser> {
+fn write_user(
+    seed: u64,
+    i: usize,
+    def: &'static UserDef,
+    dir: &Path,
+) -> rudder::Result<PlantedUser> {
     let id = format!("u{i}");
     let mut cfg = SynthConfig::new(user_seed(seed, i), FILLER_SESSIONS);
     cfg.claude_share = 0.3;
