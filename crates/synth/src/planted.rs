@@ -209,10 +209,10 @@ fn normalize(w: &str) -> String {
     if s.len() > 4 && s.ends_with("ies") {
         s.truncate(s.len() - 3);
         s.push('y');
-    } else if s.len() > 4 && s.ends_with("sses") {
-        s.truncate(s.len() - 2);
     } else if s.len() > 4
-        && (s.ends_with("ches") || s.ends_with("shes") || s.ends_with("xes") || s.ends_with("zes"))
+        && ["sses", "ches", "shes", "xes", "zes"]
+            .iter()
+            .any(|end| s.ends_with(end))
     {
         s.truncate(s.len() - 2);
     } else if s.len() > 3
@@ -359,7 +359,7 @@ fn write_user(
     }
 
     // Newest first, as Takeout writes; the sort is stable, so ties keep their order.
-    all.sort_by(|a, b| b.0.cmp(&a.0));
+    all.sort_by_key(|item| std::cmp::Reverse(item.0));
     let folder = dir.join(&id);
     let mut out = Writers::create(&folder, true)?;
     for (_, item) in &all {
@@ -480,7 +480,7 @@ fn planted_item(gen: &mut Gen, spec: &str, owner: &str) -> rudder::Result<(i64, 
             let mut parts = rest.split('|');
             let title = parts.next().ok_or_else(bad)?.to_string();
             let turns: Vec<&str> = parts.collect();
-            if turns.is_empty() || turns.len() % 2 != 0 {
+            if turns.is_empty() || !turns.len().is_multiple_of(2) {
                 return Err(bad());
             }
             let script: Vec<(String, String)> = turns
