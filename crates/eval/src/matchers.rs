@@ -13,18 +13,20 @@
 //! letters and the shorter has at most two more ("economy"/"economic", not
 //! "community"/"communication"). Numbers match only when equal.
 //!
-//! **Support**: `score = cos_max × coverage`, where
+//! **Support**: `score = cos_max × 0.8^missing_numbers × (1 − 0.2 × (1 − coverage))`, where
 //! * `cos_max` is the highest cosine between the sentence and a unit of the passage: each of
 //!   its sentences, each two neighbouring sentences, and the whole passage (a claim may condense
 //!   one sentence or join two);
 //! * `coverage` is the weighted share of the sentence's content words found in the passage;
 //!   numbers and names (capitalised words not opening the sentence) weigh
-//!   [`SPECIFIC_WORD_WEIGHT`], other words 1. A sentence with no content word has coverage 1.
+//!   [`SPECIFIC_WORD_WEIGHT`], other words 1. A sentence with no content word has coverage 1;
+//! * `missing_numbers` counts the sentence's numbers (written in digits) absent from the passage.
 //!
-//! The embedding sees the topic; the counting sees what is asserted. A sentence on the passage's
-//! topic with a different number, an invented cause or consequence, or a fact from general
-//! knowledge brings words the passage lacks, and its coverage (so its score) drops even when its
-//! cosine stays high.
+//! The embedding sees the topic; the counting sees what is asserted. A different number is the
+//! clearest sign of an unsupported sentence on the passage's topic, so each one costs a fifth of
+//! the score ([`MISSING_NUMBER_FACTOR`]). Words the passage lacks weigh less
+//! ([`COVERAGE_WEIGHT`]): a faithful paraphrase brings new words too, so on the shipped pairs a
+//! heavier coverage term rejected more paraphrases than invented causes or consequences.
 //!
 //! **Need**: `score = cos(sentence, statement) × (1 + specifics_share) / 2`, where
 //! `specifics_share` is the share of the need's specifics found in the sentence (a specific is
@@ -55,6 +57,12 @@ use rudder::embed::{cosine, Embedder};
 /// content words: a wrong figure or a wrong person is what most often turns a topical sentence
 /// into an unsupported one.
 pub const SPECIFIC_WORD_WEIGHT: f32 = 3.0;
+
+/// What each number of a support sentence absent from the passage multiplies the score by.
+pub const MISSING_NUMBER_FACTOR: f32 = 0.8;
+
+/// How much a support sentence's uncovered words can take off its score (all uncovered: 20%).
+pub const COVERAGE_WEIGHT: f32 = 0.2;
 
 /// Texts embedded per call to the embedder.
 const EMBED_BATCH: usize = 64;
@@ -195,7 +203,10 @@ pub struct SupportScore {
     pub cosine: f32,
     /// The weighted share of the sentence's content words found in the passage.
     pub coverage: f32,
-    /// `cosine × coverage`, compared with the threshold.
+    /// The sentence's numbers not in the passage.
+    pub missing_numbers: usize,
+    /// `cosine × 0.8^missing_numbers × (1 − 0.2 × (1 − coverage))`, compared with the
+    /// threshold.
     pub combined: f32,
 }
 
@@ -237,11 +248,15 @@ impl<'a> SupportMatcher<'a> {
             .map(|unit| cosine(&vectors[0], unit))
             .fold(f32::MIN, f32::max)
             .max(0.0);
-        let coverage = coverage(sentence, passage);
+        let (coverage, missing_numbers) = coverage(sentence, passage);
+        let combined = cosine
+            * MISSING_NUMBER_FACTOR.powi(missing_numbers as i32)
+            * (1.0 - COVERAGE_WEIGHT * (1.0 - coverage));
         Ok(SupportScore {
             cosine,
             coverage,
-            combined: cosine * coverage,
+            missing_numbers,
+            combined,
         })
     }
 
@@ -295,11 +310,13 @@ fn split_sentences(text: &str) -> Vec<String> {
     out
 }
 
-/// The weighted share of the sentence's content words found in the passage.
-fn coverage(sentence: &str, passage: &str) -> f32 {
+/// The weighted share of the sentence's content words found in the passage, and how many of
+/// its numbers are not there.
+fn coverage(sentence: &str, passage: &str) -> (f32, usize) {
     let passage_words: Vec<Word> = content_words(passage);
     let mut total = 0.0;
     let mut found = 0.0;
+    let mut missing_numbers = 0;
     for word in content_words(sentence) {
         let weight = if word.specific {
             SPECIFIC_WORD_WEIGHT
@@ -309,13 +326,12 @@ fn coverage(sentence: &str, passage: &str) -> f32 {
         total += weight;
         if passage_words.iter().any(|p| word.matches(p)) {
             found += weight;
+        } else if word.numeric {
+            missing_numbers += 1;
         }
     }
-    if total == 0.0 {
-        1.0
-    } else {
-        found / total
-    }
+    let share = if total == 0.0 { 1.0 } else { found / total };
+    (share, missing_numbers)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -689,8 +705,9 @@ mod tests {
     #[test]
     fn coverage_drops_for_a_different_number() {
         let passage = "The bridge opened in 1932 after six years of work.";
-        assert_eq!(coverage("The bridge opened in 1932.", passage), 1.0);
-        assert!(coverage("The bridge opened in 1936.", passage) < 0.5);
+        assert_eq!(coverage("The bridge opened in 1932.", passage), (1.0, 0));
+        let (share, missing) = coverage("The bridge opened in 1936.", passage);
+        assert!(share < 0.5 && missing == 1, "{share} {missing}");
     }
 
     #[test]

@@ -13,8 +13,7 @@ use std::path::Path;
 use rudder::embed::FastEmbedder;
 use rudder_eval::matchers::{best_threshold, prf, scored_pairs, split_groups, Half};
 use rudder_eval::{
-    calibrate, read_need_pairs, support_pairs, Calibration, NeedMatcher, ScoredPair,
-    SupportMatcher,
+    calibrate, read_need_pairs, support_pairs, Calibration, NeedMatcher, ScoredPair, SupportMatcher,
 };
 
 fn pair(group: &str, score: f32, label: bool) -> ScoredPair {
@@ -209,7 +208,9 @@ fn support_matcher_calibrates_on_shipped_pairs() {
     let calibrated = SupportMatcher::new(&embedder, calibration.threshold);
     let first = &pairs[0];
     assert_eq!(
-        calibrated.supports(&first.sentence, &first.passage).unwrap(),
+        calibrated
+            .supports(&first.sentence, &first.passage)
+            .unwrap(),
         scores[0].combined >= calibration.threshold
     );
 }
@@ -243,6 +244,8 @@ fn need_matcher_calibrates_on_fixture() {
     assert!(held_out.recall >= NEED_FLOOR.1, "{held_out:?}");
 }
 
-/// Held-out (precision, recall) floors, set below the measured figures.
-const SUPPORT_FLOOR: (f32, f32) = (0.0, 0.0);
-const NEED_FLOOR: (f32, f32) = (0.0, 0.0);
+/// Held-out (precision, recall) floors, set below the measured figures: support 0.74 / 0.73
+/// (cosine alone: F1 0.69 against 0.74 combined), need 0.70 / 0.93 (cosine alone: F1 0.73
+/// against 0.80).
+const SUPPORT_FLOOR: (f32, f32) = (0.6, 0.6);
+const NEED_FLOOR: (f32, f32) = (0.55, 0.75);
