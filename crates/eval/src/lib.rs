@@ -5,9 +5,11 @@
 //!   nDCG@10, nDCG@20 and recall@20 of raw, CoT, pseudo-history and fused queries over
 //!   synthetic users whose relevant sessions are labelled by hand.
 //! * [`cases`] — persona × query × aspect cases with synthetic histories (STEER Appendix E/J).
+//! * [`matchers`] — judge-free support and need matchers, calibrated on labelled pairs.
 
 pub mod cases;
 pub mod judge;
+pub mod matchers;
 pub mod persona;
 mod prompts;
 pub mod retrieval;
@@ -18,6 +20,10 @@ pub mod user;
 use std::path::PathBuf;
 
 pub use judge::{Accounting, Alignment, Bespoke, Focus, Judge, JudgeSettings};
+pub use matchers::{
+    calibrate, read_need_pairs, support_pairs, Calibration, Need, NeedMatcher, NeedPair, Prf,
+    ScoredPair, SupportMatcher, SupportPair,
+};
 pub use persona::{Aspect, PersonaCase};
 pub use user::{Exchange, SimulatedUser};
 
@@ -57,6 +63,12 @@ pub enum EvalError {
         stage: &'static str,
         #[source]
         source: rudder::llm::LlmError,
+    },
+    /// A matcher could not embed its texts.
+    #[error("matcher embedding: {source}")]
+    MatcherEmbed {
+        #[source]
+        source: rudder::embed::EmbedError,
     },
     #[error("{case}: embedding: {source}")]
     Embed {
