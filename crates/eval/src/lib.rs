@@ -6,12 +6,15 @@
 //!   synthetic users whose relevant sessions are labelled by hand.
 //! * [`cases`] — persona × query × aspect cases with synthetic histories (STEER Appendix E/J).
 //! * [`matchers`] — judge-free support and need matchers, calibrated on labelled pairs.
+//! * [`quality`] — what the user gets, without a large judge: planted-needs users, calibrated
+//!   embedding [`matchers`], profile need recall, report need uptake and hygiene.
 
 pub mod cases;
 pub mod judge;
 pub mod matchers;
 pub mod persona;
 mod prompts;
+pub mod quality;
 pub mod retrieval;
 pub mod runner;
 pub mod summary;

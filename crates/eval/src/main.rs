@@ -22,6 +22,7 @@ use rudder::embed::FastEmbedder;
 use rudder::models::{ModelState, ModelStore};
 use rudder_cli::progress::CountProgress;
 use rudder_cli::{Ctx, GlobalArgs};
+use rudder_eval::quality::{QualityOptions, ReportSystem};
 
 /// The `rudder` command line, as far as `eval` goes.
 #[derive(Debug, Parser)]
@@ -97,6 +98,44 @@ pub enum EvalCommand {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// What the user gets, measured without a large judge: retrieval of planted needs,
+    /// profile need recall and citation precision, report need uptake for no-history, history
+    /// and oracle systems, report hygiene, answer coverage and cost per stage. Writes
+    /// DIR/table.md and DIR/records.json.
+    Quality {
+        /// Where table.md, records.json, the model-call cache and scratch histories go.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The planted-needs set's folder; written there from --seed when it has no
+        /// labels.json yet (default: DIR/set).
+        #[arg(long, value_name = "DIR")]
+        set: Option<PathBuf>,
+        /// Seed of the planted-needs set.
+        #[arg(long, value_name = "S", default_value_t = 0)]
+        seed: u64,
+        /// Only these users (repeatable: --user u0 --user u3).
+        #[arg(long, value_name = "ID")]
+        user: Vec<String>,
+        /// Questions whose profile is built (round-robin over the users).
+        #[arg(long, value_name = "N", default_value_t = QualityOptions::default().profile_questions)]
+        profile_questions: usize,
+        /// Questions whose reports every system writes (the first of the profile sample).
+        #[arg(long, value_name = "N", default_value_t = QualityOptions::default().report_questions)]
+        report_questions: usize,
+        /// Comma-separated: no-history, history, oracle.
+        #[arg(long, value_name = "LIST", default_value = "no-history,history,oracle")]
+        systems: String,
+        /// Researchy questions for answer coverage (needs --eval-dir).
+        #[arg(long, value_name = "N", default_value_t = QualityOptions::default().researchy_questions)]
+        researchy_questions: usize,
+        /// The evaluation material with researchy-dev/ (answer coverage is skipped without it).
+        #[arg(long, value_name = "DIR", env = "RUDDER_EVAL_DIR")]
+        eval_dir: Option<PathBuf>,
+        #[arg(long, default_value_t = QualityOptions::default().depth)]
+        depth: u32,
+        #[arg(long, default_value_t = QualityOptions::default().breadth)]
+        breadth: u32,
+    },
     /// Merge the records of several `eval run` folders (e.g. one sweep split across
     /// processes) into one table.md, c0.svg and records.json in DIR.
     Table {
@@ -169,6 +208,35 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
             build_cases(ctx, &eval_dir, &split, &options, &out)
         }
         EvalCommand::Table { runs, out } => merge_runs(&runs, &out),
+        EvalCommand::Quality {
+            out,
+            set,
+            seed,
+            user,
+            profile_questions,
+            report_questions,
+            systems,
+            researchy_questions,
+            eval_dir,
+            depth,
+            breadth,
+        } => {
+            let systems = systems
+                .split(',')
+                .map(ReportSystem::parse)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(anyhow::Error::msg)?;
+            let options = QualityOptions {
+                users: user,
+                profile_questions,
+                report_questions,
+                systems,
+                researchy_questions,
+                depth,
+                breadth,
+            };
+            quality(ctx, &out, set, seed, eval_dir, &options)
+        }
         EvalCommand::Run {
             cases,
             systems,
@@ -645,4 +713,54 @@ mod tests {
         .unwrap();
         assert_eq!(cli.global.threads, Some(3));
     }
+}
+
+fn quality(
+    ctx: &Ctx,
+    out: &std::path::Path,
+    set_dir: Option<PathBuf>,
+    seed: u64,
+    eval_dir: Option<PathBuf>,
+    options: &QualityOptions,
+) -> anyhow::Result<ExitCode> {
+    use rudder::llm::replay::ReplayCache;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let set_dir = set_dir.unwrap_or_else(|| out.join("set"));
+    let set = rudder_eval::quality::open_or_write_set(&set_dir, seed)?;
+    let store = ModelStore::open(&ctx.paths)?;
+    let embedder = open_embedder(ctx, &store)?;
+    let llm = rudder::llm::open_chat(&store, &ctx.settings, ctx.model.as_deref())?;
+    // Every completion is kept, so an interrupted run resumes where it stopped.
+    let cache_path = out.join("llm-cache.jsonl");
+    let cache = ReplayCache::open(llm.as_ref(), &cache_path)
+        .with_context(|| format!("opening {}", cache_path.display()))?;
+    let progress = CountProgress::default();
+    let qctx = rudder_eval::quality::QualityContext {
+        llm: &cache,
+        embedder: &embedder,
+        embed_model: ctx.settings.embed_model.clone(),
+        set_dir,
+        docs_dir: ctx.paths.docs_dir(),
+        eval_dir,
+        work_dir: out.join("work"),
+        progress: &progress,
+    };
+    let records = rudder_eval::quality::run_quality(&qctx, &set, options)?;
+    write_json(&out.join("records.json"), &records)?;
+    let table = rudder_eval::quality::table::markdown(&records);
+    std::fs::write(out.join("table.md"), &table)
+        .with_context(|| format!("writing {}", out.join("table.md").display()))?;
+    println!("{table}");
+    let stats = cache.stats();
+    eprintln!(
+        "model calls: {} computed, {} replayed from {}",
+        stats.computed,
+        stats.replayed,
+        cache_path.display()
+    );
+    Ok(if records.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

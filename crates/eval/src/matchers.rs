@@ -546,7 +546,7 @@ const STOP_WORDS: &[&str] = &[
 // Calibration
 
 /// Precision, recall and F1 of a threshold on a set of pairs.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Prf {
     /// Matched pairs that are labelled positive; 0 when nothing matched.
     pub precision: f32,
@@ -558,7 +558,7 @@ pub struct Prf {
 }
 
 /// A threshold chosen on one half of the groups, and how it does on both halves.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
     pub threshold: f32,
     pub calibration: Prf,
@@ -667,6 +667,30 @@ fn fnv1a(text: &str) -> u64 {
 }
 
 /// Pairs with their scores, for [`calibrate`].
+/// Scores `pairs` with a [`SupportMatcher`] and calibrates its threshold on them.
+pub fn calibrate_support(
+    embedder: &dyn Embedder,
+    pairs: &[SupportPair],
+) -> Result<Calibration, EvalError> {
+    let scores = SupportMatcher::new(embedder, 0.0).score_pairs(pairs)?;
+    Ok(calibrate(&scored_pairs(
+        pairs.iter().map(|p| (p.group.as_str(), p.supported)),
+        scores.iter().map(|s| s.combined),
+    )))
+}
+
+/// Scores `pairs` with a [`NeedMatcher`] and calibrates its threshold on them.
+pub fn calibrate_need(
+    embedder: &dyn Embedder,
+    pairs: &[NeedPair],
+) -> Result<Calibration, EvalError> {
+    let scores = NeedMatcher::new(embedder, 0.0).score_pairs(pairs)?;
+    Ok(calibrate(&scored_pairs(
+        pairs.iter().map(|p| (p.group.as_str(), p.addresses)),
+        scores.iter().map(|s| s.combined),
+    )))
+}
+
 pub fn scored_pairs<'p>(
     groups_and_labels: impl IntoIterator<Item = (&'p str, bool)>,
     scores: impl IntoIterator<Item = f32>,

@@ -733,7 +733,7 @@ fn case_line(row: &CaseRow) -> String {
 }
 
 /// Content hash → session id over the whole history.
-fn ids_by_hash(history: &History) -> Result<HashMap<String, i64>, EvalError> {
+pub(crate) fn ids_by_hash(history: &History) -> Result<HashMap<String, i64>, EvalError> {
     let mut ids = HashMap::new();
     history
         .store()
@@ -750,7 +750,7 @@ fn ids_by_hash(history: &History) -> Result<HashMap<String, i64>, EvalError> {
 /// A fresh folder for user `index`'s scratch history. A folder left by an earlier evaluation
 /// (it carries the marker) is replaced; anything else that is not empty is refused rather
 /// than deleted.
-fn scratch_dir(work_dir: &Path, index: usize, user: &str) -> Result<PathBuf, EvalError> {
+pub(crate) fn scratch_dir(work_dir: &Path, index: usize, user: &str) -> Result<PathBuf, EvalError> {
     let name: String = user
         .chars()
         .map(|c| {

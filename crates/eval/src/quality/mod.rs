@@ -1,0 +1,852 @@
+//! `rudder eval quality`: what the user gets, measured without a large judge.
+//!
+//! The material is the planted-needs set of `rudder_synth::planted`: synthetic users whose
+//! histories state 4–6 needs per question (a budget, an injury, an expertise level, a tone) in
+//! one to three sessions each, among distractors on the same topics. Because the needs were
+//! planted, whether a profile or a report takes them up is a matter of matching, and the two
+//! matchers of [`crate::matchers`] are calibrated on labelled pairs at the start of every run
+//! (their held-out precision and recall go into the table).
+//!
+//! Stages, in order, each on a sample stated in the table:
+//! 1. **Retrieval** (every question of the chosen users): nDCG@10 and recall@20 of the
+//!    question's planting sessions for raw, CoT, pseudo-history and fused expansion.
+//! 2. **Profile** (`profile` questions): the query-aware profile Rudder builds; *need recall*
+//!    is the share of planted needs some profile statement addresses, *citation precision* the
+//!    share of the sessions it cites that plant a need of this question.
+//! 3. **Report** (`report` questions ⊆ the profile sample) for three systems on the same
+//!    engine, model, documents, depth and breadth: `no-history` (the question alone),
+//!    `history` (Rudder's path: the profile from the history, and the history as a source) and
+//!    `oracle` (the labelled needs handed over as the persona: the ceiling). *Need uptake* is
+//!    the share of planted needs some report sentence addresses; hygiene is
+//!    [`hygiene::Hygiene`].
+//! 4. **Answer coverage** (`researchy` questions of the Researchy dev split, when
+//!    `eval_dir` is given): key-point recall of a `no-history` report over the documents, a
+//!    key point counting as covered when a report paragraph supports it (the support matcher).
+//!
+//! Tokens and seconds are recorded per stage. A run that fails is recorded and left out of the
+//! means; the others go on.
+
+pub mod hygiene;
+pub mod table;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::matchers::{self, Calibration, NeedMatcher, NeedPair, SupportMatcher};
+use crate::retrieval::{self, ModeSummary, RetrievalCase, RetrievalReport};
+use crate::EvalError;
+use hygiene::{Hygiene, ReportText};
+use rudder::config::ResearchDefaults;
+use rudder::embed::Embedder;
+use rudder::history::{History, ImportOptions, Progress};
+use rudder::llm::replay::Metered;
+use rudder::llm::{Llm, Usage};
+use rudder::research::events::Collect;
+use rudder::research::{Brief, NeverAsk, Outcome};
+use rudder::session::runner::{profile_brief, run_in_memory, RunModels, RunOverrides};
+use rudder::sources::docs::DocsSource;
+use rudder::sources::history::HistorySourceAdapter;
+use rudder::sources::Sources;
+use rudder_synth::planted::{PlantedNeed, PlantedQuestion, PlantedSet, PlantedUser};
+
+/// A system whose reports are compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReportSystem {
+    /// The question alone (`rudder research --no-history`).
+    NoHistory,
+    /// Rudder's own path: the query-aware profile from the history, and the history searched.
+    History,
+    /// The labelled needs handed over as the persona: the ceiling of need uptake.
+    Oracle,
+}
+
+impl ReportSystem {
+    pub const ALL: [ReportSystem; 3] = [
+        ReportSystem::NoHistory,
+        ReportSystem::History,
+        ReportSystem::Oracle,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ReportSystem::NoHistory => "no-history",
+            ReportSystem::History => "history",
+            ReportSystem::Oracle => "oracle",
+        }
+    }
+
+    pub fn parse(name: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|s| s.name() == name.trim())
+            .ok_or_else(|| {
+                format!("unknown system {name:?} (expected no-history, history or oracle)")
+            })
+    }
+}
+
+/// What to run. [`QualityOptions::default`] is the default set, sized for about 45 minutes
+/// with the default chat model on a 2-core laptop.
+#[derive(Debug, Clone, Serialize)]
+pub struct QualityOptions {
+    /// Only these users (ids like `u3`); empty: all.
+    pub users: Vec<String>,
+    /// Questions whose profile is built (taken round-robin over the users: every user's first
+    /// question, then every user's second, …).
+    pub profile_questions: usize,
+    /// Questions whose reports are written, by every system (the first ones of the profile
+    /// sample).
+    pub report_questions: usize,
+    pub systems: Vec<ReportSystem>,
+    /// Researchy questions for answer coverage (needs `eval_dir`).
+    pub researchy_questions: usize,
+    pub depth: u32,
+    pub breadth: u32,
+}
+
+impl Default for QualityOptions {
+    fn default() -> Self {
+        QualityOptions {
+            users: Vec::new(),
+            profile_questions: 8,
+            report_questions: 2,
+            systems: ReportSystem::ALL.to_vec(),
+            researchy_questions: 1,
+            depth: 1,
+            breadth: 2,
+        }
+    }
+}
+
+/// What every stage shares.
+pub struct QualityContext<'a> {
+    pub llm: &'a dyn Llm,
+    pub embedder: &'a dyn Embedder,
+    pub embed_model: String,
+    /// The planted set's folder (`labels.json` and the users' export folders).
+    pub set_dir: PathBuf,
+    /// The document library the reports search (the Wikipedia corpus, say).
+    pub docs_dir: PathBuf,
+    /// The evaluation material with the Researchy split, if answer coverage is wanted.
+    pub eval_dir: Option<PathBuf>,
+    /// Scratch histories go here.
+    pub work_dir: PathBuf,
+    pub progress: &'a dyn Progress,
+}
+
+/// Tokens and seconds of one stage, summed over its runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub generated_tokens: u64,
+    pub seconds: f64,
+}
+
+impl Cost {
+    pub fn new(usage: Usage, seconds: f64) -> Self {
+        Cost {
+            calls: usage.calls,
+            prompt_tokens: usage.prompt_tokens,
+            generated_tokens: usage.generated_tokens,
+            seconds,
+        }
+    }
+
+    fn add(&mut self, other: Cost) {
+        self.calls += other.calls;
+        self.prompt_tokens += other.prompt_tokens;
+        self.generated_tokens += other.generated_tokens;
+        self.seconds += other.seconds;
+    }
+}
+
+/// The two matchers' calibrations.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Calibrations {
+    pub need: Calibration,
+    pub support: Calibration,
+}
+
+/// One question's profile.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProfileRecord {
+    pub question: String,
+    pub user: String,
+    pub query: String,
+    pub needs: usize,
+    /// Ids of the needs some statement addresses.
+    pub needs_stated: Vec<String>,
+    pub need_recall: f64,
+    /// Distinct sessions the statements cite.
+    pub cited_sessions: usize,
+    /// Of those, sessions that plant a need of this question.
+    pub cited_planted: usize,
+    /// `None` when the profile cites nothing.
+    pub citation_precision: Option<f64>,
+    /// Every statement, with its criterion.
+    pub statements: Vec<String>,
+    pub cost: Cost,
+}
+
+/// One report of one system on one question.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReportRecord {
+    pub question: String,
+    pub system: ReportSystem,
+    pub needs: usize,
+    pub needs_addressed: Vec<String>,
+    pub need_uptake: f64,
+    pub hygiene: Hygiene,
+    /// Per stage of the research loop (and `profile` for the history system).
+    pub cost: BTreeMap<String, Cost>,
+    pub seconds: f64,
+    pub markdown: String,
+}
+
+/// Answer coverage on one Researchy question.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CoverageRecord {
+    pub id: String,
+    pub query: String,
+    pub key_points: usize,
+    pub covered: Vec<usize>,
+    pub recall: f64,
+    pub hygiene: Hygiene,
+    pub cost: BTreeMap<String, Cost>,
+    pub seconds: f64,
+    pub markdown: String,
+}
+
+/// A run that failed; the evaluation goes on without it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Failure {
+    pub stage: String,
+    pub item: String,
+    pub error: String,
+}
+
+/// Which questions each stage ran on.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Sample {
+    pub users: Vec<String>,
+    pub retrieval: Vec<String>,
+    pub profile: Vec<String>,
+    pub report: Vec<String>,
+    pub researchy: Vec<String>,
+}
+
+/// Everything one run measured (`records.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct QualityRecords {
+    pub model: String,
+    pub embed_model: String,
+    pub seed: u64,
+    pub depth: u32,
+    pub breadth: u32,
+    pub sample: Sample,
+    pub calibration: Calibrations,
+    pub retrieval: Option<RetrievalReport>,
+    pub profiles: Vec<ProfileRecord>,
+    pub reports: Vec<ReportRecord>,
+    pub coverage: Vec<CoverageRecord>,
+    pub failures: Vec<Failure>,
+    pub seconds: f64,
+}
+
+impl QualityRecords {
+    /// Retrieval means per mode.
+    pub fn retrieval_modes(&self) -> &[ModeSummary] {
+        self.retrieval.as_ref().map_or(&[], |r| r.modes.as_slice())
+    }
+}
+
+/// Need pairs from the set's labels: each need's addressing sentences (positives) and the
+/// sentences that only mention its words (hard negatives), grouped by need.
+pub fn need_pairs(set: &PlantedSet) -> Vec<NeedPair> {
+    let mut pairs = Vec::new();
+    for need in set
+        .users
+        .iter()
+        .flat_map(|u| &u.questions)
+        .flat_map(|q| &q.needs)
+    {
+        for (sentences, addresses) in [(&need.addressing, true), (&need.mentioning, false)] {
+            for sentence in sentences {
+                pairs.push(NeedPair {
+                    group: need.id.clone(),
+                    sentence: sentence.clone(),
+                    statement: need.statement.clone(),
+                    specifics: need.specifics.clone(),
+                    addresses,
+                });
+            }
+        }
+    }
+    pairs
+}
+
+/// The questions of `users` round-robin: every user's first question, then every second, ….
+fn round_robin<'a>(users: &[&'a PlantedUser]) -> Vec<(&'a PlantedUser, &'a PlantedQuestion)> {
+    let most = users.iter().map(|u| u.questions.len()).max().unwrap_or(0);
+    (0..most)
+        .flat_map(|i| {
+            users
+                .iter()
+                .filter_map(move |u| u.questions.get(i).map(|q| (*u, q)))
+        })
+        .collect()
+}
+
+/// Runs the whole evaluation on `set` (see the module docs).
+pub fn run_quality(
+    ctx: &QualityContext,
+    set: &PlantedSet,
+    options: &QualityOptions,
+) -> Result<QualityRecords, EvalError> {
+    let started = Instant::now();
+    let users: Vec<&PlantedUser> = set
+        .users
+        .iter()
+        .filter(|u| options.users.is_empty() || options.users.contains(&u.id))
+        .collect();
+    if users.is_empty() {
+        return Err(EvalError::Config(format!(
+            "no user of the set is among {:?}",
+            options.users
+        )));
+    }
+    for id in &options.users {
+        if !set.users.iter().any(|u| &u.id == id) {
+            return Err(EvalError::Config(format!("the set has no user {id:?}")));
+        }
+    }
+    let ordered = round_robin(&users);
+    let profile_n = options.profile_questions.max(options.report_questions);
+    let profile_sample: Vec<_> = ordered.iter().take(profile_n).copied().collect();
+    let report_sample: Vec<_> = ordered
+        .iter()
+        .take(options.report_questions)
+        .copied()
+        .collect();
+
+    ctx.progress
+        .note("calibrating the need and support matchers");
+    let calibration = Calibrations {
+        need: matchers::calibrate_need(ctx.embedder, &need_pairs(set))?,
+        support: matchers::calibrate_support(ctx.embedder, &matchers::support_pairs())?,
+    };
+    let needs = NeedMatcher::new(ctx.embedder, calibration.need.threshold);
+    let support = SupportMatcher::new(ctx.embedder, calibration.support.threshold);
+
+    let mut records = QualityRecords {
+        model: ctx.llm.model_name().to_string(),
+        embed_model: ctx.embed_model.clone(),
+        seed: set.seed,
+        depth: options.depth,
+        breadth: options.breadth,
+        sample: Sample {
+            users: users.iter().map(|u| u.id.clone()).collect(),
+            retrieval: ordered.iter().map(|(_, q)| q.id.clone()).collect(),
+            profile: profile_sample.iter().map(|(_, q)| q.id.clone()).collect(),
+            report: report_sample.iter().map(|(_, q)| q.id.clone()).collect(),
+            researchy: Vec::new(),
+        },
+        calibration,
+        retrieval: None,
+        profiles: Vec::new(),
+        reports: Vec::new(),
+        coverage: Vec::new(),
+        failures: Vec::new(),
+        seconds: 0.0,
+    };
+
+    // 1. Retrieval of the planting sessions.
+    let cases: Vec<RetrievalCase> = ordered
+        .iter()
+        .map(|(u, q)| RetrievalCase {
+            id: q.id.clone(),
+            user: u.id.clone(),
+            history: u.export.clone(),
+            query: q.query.clone(),
+            category: Default::default(),
+            relevant_topics: Vec::new(),
+            why: String::new(),
+            relevant: planted_sessions(q).into_iter().collect(),
+        })
+        .collect();
+    match retrieval::run_retrieval_eval_on(
+        &cases,
+        &ctx.set_dir,
+        "planted-needs set",
+        ctx.llm,
+        (ctx.embedder, &ctx.embed_model),
+        &ctx.work_dir.join("retrieval"),
+        ctx.progress,
+    ) {
+        Ok(report) => records.retrieval = Some(report),
+        Err(e) => records.failures.push(Failure {
+            stage: "retrieval".into(),
+            item: "all".into(),
+            error: e.to_string(),
+        }),
+    }
+
+    // 2 and 3. Profiles, then reports, one user's history at a time.
+    let docs_empty = !ctx.docs_dir.exists();
+    for (index, user) in users.iter().enumerate() {
+        let questions: Vec<&PlantedQuestion> = profile_sample
+            .iter()
+            .filter(|(u, _)| u.id == user.id)
+            .map(|(_, q)| *q)
+            .collect();
+        if questions.is_empty() {
+            continue;
+        }
+        let (mut history, ids) = match import_user(ctx, index, user) {
+            Ok(h) => h,
+            Err(e) => {
+                for q in &questions {
+                    records.failures.push(Failure {
+                        stage: "profile".into(),
+                        item: q.id.clone(),
+                        error: e.to_string(),
+                    });
+                }
+                continue;
+            }
+        };
+        let mut profiles: HashMap<String, String> = HashMap::new();
+        for question in &questions {
+            ctx.progress.note(&format!("profile {}", question.id));
+            match profile_question(ctx, &needs, &mut history, &ids, user, question) {
+                Ok((record, prompt_text)) => {
+                    ctx.progress.note(&format!(
+                        "profile {}: need recall {:.2}, citation precision {}",
+                        question.id,
+                        record.need_recall,
+                        record
+                            .citation_precision
+                            .map_or("-".to_string(), |p| format!("{p:.2}"))
+                    ));
+                    profiles.insert(question.id.clone(), prompt_text);
+                    records.profiles.push(record);
+                }
+                Err(e) => records.failures.push(Failure {
+                    stage: "profile".into(),
+                    item: question.id.clone(),
+                    error: e.to_string(),
+                }),
+            }
+        }
+        history
+            .release_writer()
+            .map_err(rudder::history::HistoryError::from)?;
+        let mut history = Some(history);
+        for (_, question) in report_sample.iter().filter(|(u, _)| u.id == user.id) {
+            for &system in &options.systems {
+                let item = format!("{} {}", question.id, system.name());
+                ctx.progress.note(&format!("report {item}"));
+                let profile = profiles.get(&question.id).cloned();
+                match report_run(
+                    ctx,
+                    options,
+                    &needs,
+                    &support,
+                    question,
+                    system,
+                    profile,
+                    &mut history,
+                ) {
+                    Ok(record) => {
+                        ctx.progress.note(&format!(
+                            "report {item}: need uptake {:.2}, repetition {:.2}, {} words",
+                            record.need_uptake,
+                            record.hygiene.repetition(),
+                            record.hygiene.words
+                        ));
+                        records.reports.push(record);
+                    }
+                    Err(e) => records.failures.push(Failure {
+                        stage: "report".into(),
+                        item,
+                        error: e.to_string(),
+                    }),
+                }
+            }
+        }
+    }
+    if docs_empty {
+        tracing::warn!(dir = %ctx.docs_dir.display(), "no document library: reports use history only");
+    }
+
+    // 4. Answer coverage on Researchy questions.
+    if let (Some(eval_dir), n) = (&ctx.eval_dir, options.researchy_questions) {
+        if n > 0 {
+            let source = crate::cases::EvalSource::load(eval_dir, "researchy-dev")?;
+            let mut taken = 0;
+            for q in &source.queries {
+                if taken == n {
+                    break;
+                }
+                let key_points = source.key_points(&q.id)?;
+                if key_points.is_empty() {
+                    continue;
+                }
+                taken += 1;
+                records.sample.researchy.push(q.id.clone());
+                ctx.progress.note(&format!("answer coverage {}", q.id));
+                match coverage_run(ctx, options, &support, &q.id, &q.query, &key_points) {
+                    Ok(record) => records.coverage.push(record),
+                    Err(e) => records.failures.push(Failure {
+                        stage: "coverage".into(),
+                        item: q.id.clone(),
+                        error: e.to_string(),
+                    }),
+                }
+            }
+        }
+    }
+    records.seconds = started.elapsed().as_secs_f64();
+    Ok(records)
+}
+
+/// Every session that plants a need of `question`.
+fn planted_sessions(question: &PlantedQuestion) -> BTreeSet<String> {
+    question
+        .needs
+        .iter()
+        .flat_map(|n| n.sessions.iter().cloned())
+        .collect()
+}
+
+/// Imports `user`'s export into a fresh scratch history and embeds it; returns it with its
+/// session ids by content hash.
+fn import_user(
+    ctx: &QualityContext,
+    index: usize,
+    user: &PlantedUser,
+) -> Result<(History, HashMap<String, i64>), EvalError> {
+    let export = ctx.set_dir.join(&user.export);
+    let dir = retrieval::scratch_dir(&ctx.work_dir.join("histories"), index, &user.id)?;
+    let mut history = History::open(&dir)?;
+    let import = history.import(
+        std::slice::from_ref(&export),
+        &ImportOptions::default(),
+        ctx.progress,
+    )?;
+    if let Some(failed) = import.files.iter().find_map(|f| match &f.status {
+        rudder::history::FileStatus::Failed(why) => Some(format!("{}: {why}", f.file)),
+        _ => None,
+    }) {
+        return Err(EvalError::Case {
+            case: user.id.clone(),
+            message: format!("importing {} failed: {failed}", export.display()),
+        });
+    }
+    history.embed_pending(ctx.embedder, &ctx.embed_model, ctx.progress)?;
+    let ids = retrieval::ids_by_hash(&history)?;
+    Ok((history, ids))
+}
+
+/// The needs some of `sentences` address, by id.
+fn needs_addressed(
+    matcher: &NeedMatcher,
+    sentences: &[String],
+    needs: &[PlantedNeed],
+) -> Result<Vec<String>, EvalError> {
+    let mut out = Vec::new();
+    for need in needs {
+        for s in sentences {
+            let target = matchers::Need {
+                statement: need.statement.clone(),
+                specifics: need.specifics.clone(),
+            };
+            if matcher.addresses(s, &target)? {
+                out.push(need.id.clone());
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn share(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+/// Builds the query-aware profile Rudder's own path builds, and scores it.
+fn profile_question(
+    ctx: &QualityContext,
+    needs: &NeedMatcher,
+    history: &mut History,
+    ids: &HashMap<String, i64>,
+    user: &PlantedUser,
+    question: &PlantedQuestion,
+) -> Result<(ProfileRecord, String), EvalError> {
+    let models = RunModels {
+        llm: ctx.llm,
+        embedder: ctx.embedder,
+        embed_model: &ctx.embed_model,
+    };
+    let mut brief = Brief {
+        query: question.query.clone(),
+        ..Brief::default()
+    };
+    let run = profile_brief(models, history, &mut brief)
+        .map_err(|e| run_error(&question.id, "profile", e))?
+        .ok_or_else(|| run_error(&question.id, "profile", "no profile was built"))?;
+    let statements: Vec<(&str, &rudder::profile::query_profile::Statement)> =
+        run.profile.statements();
+    let texts: Vec<String> = statements.iter().map(|(_, s)| s.text.clone()).collect();
+    let stated = needs_addressed(needs, &texts, &question.needs)?;
+    let planted: BTreeSet<i64> = planted_sessions(question)
+        .iter()
+        .filter_map(|h| ids.get(h).copied())
+        .collect();
+    let cited: BTreeSet<i64> = statements
+        .iter()
+        .flat_map(|(_, s)| s.sessions.iter().copied())
+        .collect();
+    let cited_planted = cited.intersection(&planted).count();
+    Ok((
+        ProfileRecord {
+            question: question.id.clone(),
+            user: user.id.clone(),
+            query: question.query.clone(),
+            needs: question.needs.len(),
+            need_recall: share(stated.len(), question.needs.len()),
+            needs_stated: stated,
+            cited_sessions: cited.len(),
+            cited_planted,
+            citation_precision: (!cited.is_empty()).then(|| share(cited_planted, cited.len())),
+            statements: statements
+                .iter()
+                .map(|(criterion, s)| format!("{criterion}: {}", s.text))
+                .collect(),
+            cost: Cost::new(run.usage, run.seconds),
+        },
+        brief.profile,
+    ))
+}
+
+fn run_error(item: &str, system: &str, e: impl std::fmt::Display) -> EvalError {
+    EvalError::Run {
+        case: item.to_string(),
+        system: system.to_string(),
+        message: e.to_string(),
+    }
+}
+
+/// The research settings every report is written with: the loop's defaults with the
+/// evaluation's depth and breadth, no clarifying questions, no pauses.
+fn settings(options: &QualityOptions) -> Result<rudder::research::ResearchSettings, EvalError> {
+    RunOverrides {
+        depth: Some(options.depth),
+        breadth: Some(options.breadth),
+        clarify_turns: Some(0),
+        ..RunOverrides::default()
+    }
+    .resolve(&ResearchDefaults::default())
+    .map_err(|e| EvalError::Config(e.to_string()))
+}
+
+/// Runs the research loop on `brief` over the documents (and `history`, when given), with
+/// the model metered per stage.
+fn research(
+    ctx: &QualityContext,
+    options: &QualityOptions,
+    brief: &Brief,
+    history: Option<History>,
+    item: &str,
+    system: &str,
+) -> Result<(Outcome, BTreeMap<String, Cost>, f64), EvalError> {
+    let started = Instant::now();
+    let mut sources = Sources::new();
+    if ctx.docs_dir.exists() {
+        let docs = DocsSource::open(&ctx.docs_dir).map_err(|e| run_error(item, system, e))?;
+        sources.push(Box::new(docs));
+    }
+    if let Some(history) = history {
+        sources.push(Box::new(HistorySourceAdapter::new(history)));
+    }
+    let metered = Metered::new(ctx.llm);
+    let models = RunModels {
+        llm: &metered,
+        embedder: ctx.embedder,
+        embed_model: &ctx.embed_model,
+    };
+    let outcome = run_in_memory(
+        models,
+        &mut sources,
+        brief,
+        settings(options)?,
+        &mut NeverAsk,
+        &mut Collect::default(),
+    )
+    .map_err(|e| run_error(item, system, e))?;
+    let cost = outcome
+        .by_stage
+        .iter()
+        .map(|(stage, c)| (stage.as_str().to_string(), Cost::new(c.usage, c.seconds)))
+        .collect();
+    Ok((outcome, cost, started.elapsed().as_secs_f64()))
+}
+
+/// One system's report on one question, scored.
+#[allow(clippy::too_many_arguments)]
+fn report_run(
+    ctx: &QualityContext,
+    options: &QualityOptions,
+    needs: &NeedMatcher,
+    support: &SupportMatcher,
+    question: &PlantedQuestion,
+    system: ReportSystem,
+    profile: Option<String>,
+    history: &mut Option<History>,
+) -> Result<ReportRecord, EvalError> {
+    let item = question.id.as_str();
+    let mut brief = Brief {
+        query: question.query.clone(),
+        ..Brief::default()
+    };
+    let history_source = match system {
+        ReportSystem::NoHistory => None,
+        ReportSystem::Oracle => {
+            brief.persona_text = question
+                .needs
+                .iter()
+                .map(|n| n.statement.as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
+            None
+        }
+        ReportSystem::History => {
+            let profile = profile.ok_or_else(|| {
+                run_error(
+                    item,
+                    system.name(),
+                    "its profile failed, so it has no report",
+                )
+            })?;
+            brief.profile = profile;
+            // The history moves into the source for this run and is reopened after it.
+            Some(history.take().ok_or_else(|| {
+                run_error(item, system.name(), "the history could not be reopened")
+            })?)
+        }
+    };
+    let dir = history_source.as_ref().map(|h| h.dir().to_path_buf());
+    let result = research(ctx, options, &brief, history_source, item, system.name());
+    if let Some(dir) = dir {
+        *history = Some(History::open(&dir)?);
+    }
+    let (outcome, cost, seconds) = result?;
+    let text = ReportText::from_report(&outcome.report, &outcome.evidence);
+    let sentences: Vec<String> = text
+        .content_sentences()
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect();
+    let addressed = needs_addressed(needs, &sentences, &question.needs)?;
+    Ok(ReportRecord {
+        question: question.id.clone(),
+        system,
+        needs: question.needs.len(),
+        need_uptake: share(addressed.len(), question.needs.len()),
+        needs_addressed: addressed,
+        hygiene: hygiene::hygiene(&text, support)?,
+        cost,
+        seconds,
+        markdown: outcome.report.markdown.clone(),
+    })
+}
+
+/// A `no-history` report on a Researchy question, and the share of its key points some
+/// report paragraph supports.
+fn coverage_run(
+    ctx: &QualityContext,
+    options: &QualityOptions,
+    support: &SupportMatcher,
+    id: &str,
+    query: &str,
+    key_points: &[String],
+) -> Result<CoverageRecord, EvalError> {
+    let brief = Brief {
+        query: query.to_string(),
+        ..Brief::default()
+    };
+    let (outcome, cost, seconds) = research(ctx, options, &brief, None, id, "no-history")?;
+    let text = ReportText::from_report(&outcome.report, &outcome.evidence);
+    let mut covered = Vec::new();
+    for (i, point) in key_points.iter().enumerate() {
+        for p in &text.paragraphs {
+            if support.supports(point, &p.text)? {
+                covered.push(i);
+                break;
+            }
+        }
+    }
+    Ok(CoverageRecord {
+        id: id.to_string(),
+        query: query.to_string(),
+        key_points: key_points.len(),
+        recall: share(covered.len(), key_points.len()),
+        covered,
+        hygiene: hygiene::hygiene(&text, support)?,
+        cost,
+        seconds,
+        markdown: outcome.report.markdown.clone(),
+    })
+}
+
+/// Cost per stage over every record.
+pub fn cost_by_stage(records: &QualityRecords) -> BTreeMap<String, Cost> {
+    let mut out: BTreeMap<String, Cost> = BTreeMap::new();
+    if let Some(r) = &records.retrieval {
+        out.entry("retrieval expansion".into())
+            .or_default()
+            .add(Cost::new(r.expansion_usage, r.expansion_seconds));
+    }
+    for p in &records.profiles {
+        out.entry("profile".into()).or_default().add(p.cost);
+    }
+    for (stage, c) in records
+        .reports
+        .iter()
+        .flat_map(|r| r.cost.iter())
+        .chain(records.coverage.iter().flat_map(|r| r.cost.iter()))
+    {
+        out.entry(format!("report run: {stage}"))
+            .or_default()
+            .add(*c);
+    }
+    out
+}
+
+/// Reads the set in `dir`, or writes it there from `seed` when it has no labels yet.
+pub fn open_or_write_set(dir: &Path, seed: u64) -> Result<PlantedSet, EvalError> {
+    if dir.join(rudder_synth::planted::LABELS_FILE).is_file() {
+        let set = rudder_synth::planted::read_planted_set(dir)
+            .map_err(|e| EvalError::Config(e.to_string()))?;
+        if set.seed != seed {
+            return Err(EvalError::Config(format!(
+                "{} holds the set of seed {}, not {seed}; choose another folder",
+                dir.display(),
+                set.seed
+            )));
+        }
+        return Ok(set);
+    }
+    rudder_synth::planted::write_planted_set(seed, dir).map_err(|e| {
+        EvalError::Config(format!("writing the planted set to {}: {e}", dir.display()))
+    })
+}

@@ -1,0 +1,170 @@
+//! `table.md` of `rudder eval quality`: one Markdown table per stage, means over the sample,
+//! and the sample itself.
+
+use std::fmt::Write as _;
+
+use super::{cost_by_stage, QualityRecords, ReportSystem};
+use crate::matchers::Calibration;
+
+fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    (n > 0).then(|| sum / n as f64)
+}
+
+fn fmt(v: Option<f64>) -> String {
+    v.map_or("–".to_string(), |v| format!("{v:.2}"))
+}
+
+fn calibration_row(out: &mut String, name: &str, c: &Calibration) {
+    let _ = writeln!(
+        out,
+        "| {name} | {:.3} | {:.2} | {:.2} | {:.2} | {} ({} positive) | {} |",
+        c.threshold,
+        c.held_out.precision,
+        c.held_out.recall,
+        c.held_out.f1,
+        c.held_out.pairs,
+        c.held_out.positives,
+        c.calibration.pairs,
+    );
+}
+
+/// The whole table.
+pub fn markdown(r: &QualityRecords) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Output quality — model {}, embedder {}, planted-needs seed {}, depth {}, breadth {}\n",
+        r.model, r.embed_model, r.seed, r.depth, r.breadth
+    );
+
+    out.push_str(
+        "## Matchers (threshold calibrated on one half of the pairs, scored on the other)\n\n",
+    );
+    out.push_str("| matcher | threshold | held-out precision | held-out recall | held-out F1 | held-out pairs | calibration pairs |\n|---|---|---|---|---|---|---|\n");
+    calibration_row(&mut out, "addresses the need", &r.calibration.need);
+    calibration_row(&mut out, "supported by the passage", &r.calibration.support);
+
+    out.push_str("\n## Retrieval of the planting sessions\n\n");
+    if let Some(ret) = &r.retrieval {
+        out.push_str("| expansion | nDCG@10 | recall@20 | questions |\n|---|---|---|---|\n");
+        for m in &ret.modes {
+            let _ = writeln!(
+                out,
+                "| {} | {:.3} | {:.3} | {} |",
+                m.mode.as_str(),
+                m.ndcg_at_10,
+                m.recall_at_20,
+                m.queries
+            );
+        }
+    } else {
+        out.push_str("not measured (see failures)\n");
+    }
+
+    out.push_str("\n## Query-aware profile\n\n");
+    out.push_str("| questions | need recall | citation precision | statements per profile |\n|---|---|---|---|\n");
+    let _ = writeln!(
+        out,
+        "| {} | {} | {} | {} |",
+        r.profiles.len(),
+        fmt(mean(r.profiles.iter().map(|p| p.need_recall))),
+        fmt(mean(r.profiles.iter().filter_map(|p| p.citation_precision))),
+        fmt(mean(r.profiles.iter().map(|p| p.statements.len() as f64))),
+    );
+
+    out.push_str("\n## Reports\n\n");
+    out.push_str("| system | reports | need uptake | repetition | citation support | uncited | debris per report | words | seconds |\n|---|---|---|---|---|---|---|---|---|\n");
+    for system in ReportSystem::ALL {
+        let rs: Vec<_> = r.reports.iter().filter(|x| x.system == system).collect();
+        if rs.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            system.name(),
+            rs.len(),
+            fmt(mean(rs.iter().map(|x| x.need_uptake))),
+            fmt(mean(rs.iter().map(|x| x.hygiene.repetition()))),
+            fmt(mean(rs.iter().filter_map(|x| x.hygiene.citation_support()))),
+            fmt(mean(rs.iter().map(|x| x.hygiene.uncited_share()))),
+            fmt(mean(rs.iter().map(|x| x.hygiene.debris.len() as f64))),
+            mean(rs.iter().map(|x| x.hygiene.words as f64))
+                .map_or("–".into(), |w| format!("{w:.0}")),
+            mean(rs.iter().map(|x| x.seconds)).map_or("–".into(), |s| format!("{s:.0}")),
+        );
+    }
+
+    out.push_str("\n## Answer coverage (Researchy questions, Wikipedia corpus)\n\n");
+    if r.coverage.is_empty() {
+        out.push_str("not run (no `--eval-dir`, or no question sampled)\n");
+    } else {
+        out.push_str("| questions | key-point recall | repetition | citation support | uncited | debris per report | words |\n|---|---|---|---|---|---|---|\n");
+        let c = &r.coverage;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            c.len(),
+            fmt(mean(c.iter().map(|x| x.recall))),
+            fmt(mean(c.iter().map(|x| x.hygiene.repetition()))),
+            fmt(mean(c.iter().filter_map(|x| x.hygiene.citation_support()))),
+            fmt(mean(c.iter().map(|x| x.hygiene.uncited_share()))),
+            fmt(mean(c.iter().map(|x| x.hygiene.debris.len() as f64))),
+            mean(c.iter().map(|x| x.hygiene.words as f64))
+                .map_or("–".into(), |w| format!("{w:.0}")),
+        );
+    }
+
+    out.push_str("\n## Cost per stage (all runs above)\n\n");
+    out.push_str(
+        "| stage | calls | prompt tokens | generated tokens | seconds |\n|---|---|---|---|---|\n",
+    );
+    for (stage, c) in cost_by_stage(r) {
+        let _ = writeln!(
+            out,
+            "| {stage} | {} | {} | {} | {:.0} |",
+            c.calls, c.prompt_tokens, c.generated_tokens, c.seconds
+        );
+    }
+
+    let s = &r.sample;
+    let _ = writeln!(
+        out,
+        "\n## Sample\n\n- users: {}\n- retrieval: {} questions\n- profile: {}\n- report: {}\n- answer coverage: {}\n- total: {:.0} s",
+        s.users.join(", "),
+        s.retrieval.len(),
+        list(&s.profile),
+        list(&s.report),
+        list(&s.researchy),
+        r.seconds
+    );
+    if !r.failures.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{} run(s) failed and are left out of the means (records.json, `failures`):",
+            r.failures.len()
+        );
+        for f in &r.failures {
+            let _ = writeln!(out, "- {} {}: {}", f.stage, f.item, one_line(&f.error));
+        }
+    }
+    out
+}
+
+fn list(ids: &[String]) -> String {
+    if ids.is_empty() {
+        "none".into()
+    } else {
+        format!("{} ({})", ids.len(), ids.join(", "))
+    }
+}
+
+fn one_line(s: &str) -> String {
+    let line: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() > 200 {
+        format!("{}…", line.chars().take(200).collect::<String>())
+    } else {
+        line
+    }
+}

@@ -1,0 +1,165 @@
+//! `rudder eval quality` end to end with the real small model and embedder on two planted-needs
+//! users: the set written and imported through the real importers, both matchers calibrated,
+//! retrieval of the planting sessions, two profiles, the three report systems on one question,
+//! answer coverage on a hand-made Researchy-shaped question, then the table. SmolLM2's scores
+//! mean nothing; the test checks that every stage ran, that the figures are in range and
+//! consistent with their parts, and that the table states the sample.
+
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+
+use rudder::embed::{Embedder, FastEmbedder};
+use rudder::history::NoProgress;
+use rudder::llm::replay::ReplayCache;
+use rudder::sources::docs::Library;
+use rudder_eval::quality::{self, QualityContext, QualityOptions, ReportSystem};
+
+/// A two-question Researchy-shaped split: queries.jsonl and key points.
+fn researchy(dir: &std::path::Path) {
+    let split = dir.join("researchy-dev");
+    std::fs::create_dir_all(split.join("key_point")).unwrap();
+    std::fs::write(
+        split.join("queries.jsonl"),
+        "{\"id\": \"q0\", \"query\": \"Why does green tea turn bitter?\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        split.join("key_point/q0_aggregated.json"),
+        r#"{"question": "Why does green tea turn bitter?", "key_points": [
+            {"point_number": 1, "point_content": "Boiling water makes green tea bitter.", "original_point_number": [1]},
+            {"point_number": 2, "point_content": "Steeping too long releases bitter compounds.", "original_point_number": [2]}]}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.join("profile.jsonl"), "\"She is a nurse.\"\n").unwrap();
+    std::fs::write(dir.join("personality.jsonl"), "\"Calm.\"\n").unwrap();
+}
+
+#[test]
+fn the_quality_evaluation_runs_every_stage_on_two_users() {
+    let models = common::store();
+    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
+    let llm = common::small_model();
+    let dir = tempfile::tempdir().unwrap();
+
+    let files = dir.path().join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    std::fs::write(
+        files.join("tea.md"),
+        "# Green tea\n\nGreen tea is brewed with water at 70 to 80 °C for one to two minutes. \
+         Boiling water and long steeping make it bitter.",
+    )
+    .unwrap();
+    let docs = dir.path().join("docs");
+    let mut library = Library::open(&docs).unwrap();
+    library
+        .add(
+            &files,
+            Some((&embedder as &dyn Embedder, common::EMBED_MODEL)),
+            &NoProgress,
+        )
+        .unwrap();
+    drop(library);
+    let eval_dir = dir.path().join("eval");
+    researchy(&eval_dir);
+
+    let set = quality::open_or_write_set(&dir.path().join("set"), 0).unwrap();
+    let users: Vec<String> = set.users.iter().take(2).map(|u| u.id.clone()).collect();
+    let cache = ReplayCache::open(&llm, &dir.path().join("llm-cache.jsonl")).unwrap();
+    let ctx = QualityContext {
+        llm: &cache,
+        embedder: &embedder,
+        embed_model: common::EMBED_MODEL.into(),
+        set_dir: dir.path().join("set"),
+        docs_dir: docs,
+        eval_dir: Some(eval_dir),
+        work_dir: dir.path().join("work"),
+        progress: &NoProgress,
+    };
+    let options = QualityOptions {
+        users: users.clone(),
+        profile_questions: 2,
+        report_questions: 1,
+        systems: ReportSystem::ALL.to_vec(),
+        researchy_questions: 1,
+        depth: 0,
+        breadth: 1,
+    };
+    let records = quality::run_quality(&ctx, &set, &options).unwrap();
+    assert!(records.failures.is_empty(), "{:#?}", records.failures);
+
+    // The sample: round-robin over the two users, reports on the first profile question.
+    assert_eq!(records.sample.users, users);
+    let first_questions: Vec<String> = set
+        .users
+        .iter()
+        .take(2)
+        .map(|u| u.questions[0].id.clone())
+        .collect();
+    assert_eq!(records.sample.profile, first_questions);
+    assert_eq!(records.sample.report, first_questions[..1]);
+    let questions: usize = set.users.iter().take(2).map(|u| u.questions.len()).sum();
+    assert_eq!(records.sample.retrieval.len(), questions);
+
+    // Calibrated matchers: a threshold and held-out figures in range, on real pairs.
+    for c in [&records.calibration.need, &records.calibration.support] {
+        assert!(c.held_out.pairs >= 50 && c.calibration.pairs >= 50, "{c:?}");
+        for v in [c.held_out.precision, c.held_out.recall, c.held_out.f1] {
+            assert!((0.0..=1.0).contains(&v), "{c:?}");
+        }
+    }
+
+    let retrieval = records.retrieval.as_ref().expect("retrieval ran");
+    assert_eq!(retrieval.modes.len(), 4, "raw, CoT, pseudo, fused");
+    assert_eq!(retrieval.scored, questions);
+    for m in &retrieval.modes {
+        assert!((0.0..=1.0).contains(&m.ndcg_at_10) && (0.0..=1.0).contains(&m.recall_at_20));
+    }
+
+    assert_eq!(records.profiles.len(), 2);
+    for p in &records.profiles {
+        assert!((0.0..=1.0).contains(&p.need_recall));
+        assert_eq!(
+            p.need_recall,
+            p.needs_stated.len() as f64 / p.needs as f64,
+            "{p:?}"
+        );
+        assert!(p.cited_planted <= p.cited_sessions);
+        assert!(p.cost.calls > 0, "the profile called the model: {p:?}");
+    }
+
+    assert_eq!(records.reports.len(), 3);
+    for system in ReportSystem::ALL {
+        let r = records
+            .reports
+            .iter()
+            .find(|r| r.system == system)
+            .unwrap_or_else(|| panic!("no {} report", system.name()));
+        assert!(!r.markdown.is_empty());
+        assert!((0.0..=1.0).contains(&r.need_uptake));
+        let h = &r.hygiene;
+        assert!(h.words > 0 && h.repeated <= h.sentences && h.supported <= h.cited);
+        assert_eq!(h.cited + h.uncited, h.sentences, "{h:?}");
+        assert!(r.cost.values().map(|c| c.calls).sum::<u64>() > 0, "{r:?}");
+    }
+
+    assert_eq!(records.coverage.len(), 1);
+    let c = &records.coverage[0];
+    assert_eq!(c.key_points, 2);
+    assert!(c.covered.iter().all(|&i| i < 2));
+
+    let table = quality::table::markdown(&records);
+    for needle in [
+        "addresses the need",
+        "supported by the passage",
+        "| fused |",
+        "need recall",
+        "| no-history |",
+        "| history |",
+        "| oracle |",
+        "key-point recall",
+        "Cost per stage",
+        &first_questions[0],
+    ] {
+        assert!(table.contains(needle), "{needle:?} missing from\n{table}");
+    }
+}
