@@ -684,37 +684,6 @@ fn retrieval(
     Ok(ExitCode::SUCCESS)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// clap's own consistency checks over the command line (no global flag clashes with a
-    /// subcommand's, defaults parse, …).
-    #[test]
-    fn the_command_line_definition_is_consistent() {
-        use clap::CommandFactory;
-        Cli::command().debug_assert();
-    }
-
-    /// The line `rudder` hands over for `rudder eval table a --out b --threads 3`: `--threads`
-    /// after the subcommand's own arguments is the global flag.
-    #[test]
-    fn threads_is_a_global_flag() {
-        let cli = Cli::try_parse_from([
-            "rudder",
-            "eval",
-            "table",
-            "a",
-            "--out",
-            "b",
-            "--threads",
-            "3",
-        ])
-        .unwrap();
-        assert_eq!(cli.global.threads, Some(3));
-    }
-}
-
 fn quality(
     ctx: &Ctx,
     out: &std::path::Path,
@@ -763,4 +732,35 @@ fn quality(
     } else {
         ExitCode::FAILURE
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// clap's own consistency checks over the command line (no global flag clashes with a
+    /// subcommand's, defaults parse, …).
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    /// The line `rudder` hands over for `rudder eval table a --out b --threads 3`: `--threads`
+    /// after the subcommand's own arguments is the global flag.
+    #[test]
+    fn threads_is_a_global_flag() {
+        let cli = Cli::try_parse_from([
+            "rudder",
+            "eval",
+            "table",
+            "a",
+            "--out",
+            "b",
+            "--threads",
+            "3",
+        ])
+        .unwrap();
+        assert_eq!(cli.global.threads, Some(3));
+    }
 }

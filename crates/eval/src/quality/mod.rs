@@ -112,12 +112,12 @@ impl Default for QualityOptions {
     fn default() -> Self {
         QualityOptions {
             users: Vec::new(),
-            profile_questions: 8,
-            report_questions: 2,
+            profile_questions: 4,
+            report_questions: 1,
             systems: ReportSystem::ALL.to_vec(),
             researchy_questions: 1,
             depth: 1,
-            breadth: 2,
+            breadth: 1,
         }
     }
 }
@@ -443,9 +443,7 @@ pub fn run_quality(
                 }),
             }
         }
-        history
-            .release_writer()
-            .map_err(rudder::history::HistoryError::from)?;
+        history.release_writer()?;
         let mut history = Some(history);
         for (_, question) in report_sample.iter().filter(|(u, _)| u.id == user.id) {
             for &system in &options.systems {
