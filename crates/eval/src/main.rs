@@ -714,7 +714,25 @@ fn quality(
         work_dir: out.join("work"),
         progress: &progress,
     };
-    let records = rudder_eval::quality::run_quality(&qctx, &set, options)?;
+    // A line every 30 s, so a log shows the run is alive during long model calls.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let started = std::time::Instant::now();
+    let records = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut next = 30;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(250));
+                let elapsed = started.elapsed().as_secs();
+                if elapsed >= next {
+                    eprintln!("eval quality: {elapsed} s elapsed");
+                    next += 30;
+                }
+            }
+        });
+        let records = rudder_eval::quality::run_quality(&qctx, &set, options);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        records
+    })?;
     write_json(&out.join("records.json"), &records)?;
     let table = rudder_eval::quality::table::markdown(&records);
     std::fs::write(out.join("table.md"), &table)
