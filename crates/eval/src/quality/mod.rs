@@ -89,8 +89,8 @@ impl ReportSystem {
     }
 }
 
-/// What to run. [`QualityOptions::default`] is the default set, sized for about 45 minutes
-/// with the default chat model on a 2-core laptop.
+/// What to run. [`QualityOptions::default`] is the default set: about 20 minutes with the
+/// default chat model on 2 cores (2 threads), inside the 45-minute budget.
 #[derive(Debug, Clone, Serialize)]
 pub struct QualityOptions {
     /// Only these users (ids like `u3`); empty: all.
@@ -112,8 +112,8 @@ impl Default for QualityOptions {
     fn default() -> Self {
         QualityOptions {
             users: Vec::new(),
-            profile_questions: 4,
-            report_questions: 1,
+            profile_questions: 8,
+            report_questions: 2,
             systems: ReportSystem::ALL.to_vec(),
             researchy_questions: 1,
             depth: 1,
