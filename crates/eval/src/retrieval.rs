@@ -533,30 +533,7 @@ pub fn run_retrieval_eval_on(
             });
         }
         let dir = scratch_dir(work_dir, index, user)?;
-        let mut history = History::open(&dir)?;
-        let import = history.import(
-            std::slice::from_ref(&export),
-            &ImportOptions::default(),
-            progress,
-        )?;
-        let failed: Vec<String> = import
-            .files
-            .iter()
-            .filter_map(|f| match &f.status {
-                rudder::history::FileStatus::Failed(why) => Some(format!("{}: {why}", f.file)),
-                _ => None,
-            })
-            .collect();
-        if !failed.is_empty() {
-            return Err(EvalError::Case {
-                case: first.clone(),
-                message: format!(
-                    "importing {} failed: {}",
-                    export.display(),
-                    failed.join("; ")
-                ),
-            });
-        }
+        let (mut history, import) = import_scratch(&dir, &export, first, progress)?;
         let embed_started = Instant::now();
         history.embed_pending(embedder.0, embedder.1, progress)?;
         let embed_seconds = embed_started.elapsed().as_secs_f64();
@@ -733,6 +710,37 @@ fn case_line(row: &CaseRow) -> String {
 }
 
 /// Content hash → session id over the whole history.
+/// Imports the export folder `export` into a fresh history in `dir`; a file that fails to
+/// import fails the whole import (the labels would not match), named with `case`.
+pub(crate) fn import_scratch(
+    dir: &Path,
+    export: &Path,
+    case: &str,
+    progress: &dyn Progress,
+) -> Result<(History, rudder::history::ImportReport), EvalError> {
+    let mut history = History::open(dir)?;
+    let import = history.import(&[export.to_path_buf()], &ImportOptions::default(), progress)?;
+    let failed: Vec<String> = import
+        .files
+        .iter()
+        .filter_map(|f| match &f.status {
+            rudder::history::FileStatus::Failed(why) => Some(format!("{}: {why}", f.file)),
+            _ => None,
+        })
+        .collect();
+    if !failed.is_empty() {
+        return Err(EvalError::Case {
+            case: case.to_string(),
+            message: format!(
+                "importing {} failed: {}",
+                export.display(),
+                failed.join("; ")
+            ),
+        });
+    }
+    Ok((history, import))
+}
+
 pub(crate) fn ids_by_hash(history: &History) -> Result<HashMap<String, i64>, EvalError> {
     let mut ids = HashMap::new();
     history

@@ -57,6 +57,21 @@ use rudder::history::import::time::from_unix_seconds_f64;
 use rudder::history::import::Format;
 use rudder::history::{HistorySource, Kind, Session, Turn};
 
+/// A chat (ChatGPT or Claude) as an item without interest labels.
+pub(crate) fn chat_item(detail: Detail) -> SynthItem {
+    let session = match &detail {
+        Detail::Chatgpt(conv) => conv.session(),
+        Detail::Claude(conv) => conv.session(),
+        Detail::Takeout(_) => unreachable!("chats are ChatGPT or Claude"),
+    };
+    SynthItem {
+        session,
+        interest: None,
+        topic: None,
+        detail,
+    }
+}
+
 /// Where the Takeout search activity goes, relative to the export folder.
 pub const TAKEOUT_SEARCH_PATH: &str = "Takeout/My Activity/Search/MyActivity.json";
 /// Where the ChatGPT conversations go.
@@ -1206,17 +1221,7 @@ impl Gen {
         } else {
             Detail::Chatgpt(Box::new(self.gpt_conv(title, script, start_us, c)))
         };
-        let session = match &detail {
-            Detail::Chatgpt(conv) => conv.session(),
-            Detail::Claude(conv) => conv.session(),
-            Detail::Takeout(_) => unreachable!("chats are ChatGPT or Claude"),
-        };
-        SynthItem {
-            session,
-            interest: None,
-            topic: None,
-            detail,
-        }
+        chat_item(detail)
     }
 
     fn gpt_conv(

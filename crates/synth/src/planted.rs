@@ -495,17 +495,7 @@ fn planted_item(gen: &mut Gen, spec: &str, owner: &str) -> rudder::Result<(i64, 
                 let c = gen.ctx(0, 0, at, None);
                 Detail::Chatgpt(Box::new(gen.gpt_conv(title, script, start_us, &c)))
             };
-            let session = match &detail {
-                Detail::Chatgpt(conv) => conv.session(),
-                Detail::Claude(conv) => conv.session(),
-                Detail::Takeout(_) => unreachable!("chats are ChatGPT or Claude"),
-            };
-            SynthItem {
-                session,
-                interest: None,
-                topic: None,
-                detail,
-            }
+            crate::chat_item(detail)
         }
         _ => return Err(bad()),
     };

@@ -41,7 +41,7 @@ use crate::EvalError;
 use hygiene::{Hygiene, ReportText};
 use rudder::config::ResearchDefaults;
 use rudder::embed::Embedder;
-use rudder::history::{History, ImportOptions, Progress};
+use rudder::history::{History, Progress};
 use rudder::llm::replay::Metered;
 use rudder::llm::{Llm, Usage};
 use rudder::research::events::Collect;
@@ -531,21 +531,7 @@ fn import_user(
 ) -> Result<(History, HashMap<String, i64>), EvalError> {
     let export = ctx.set_dir.join(&user.export);
     let dir = retrieval::scratch_dir(&ctx.work_dir.join("histories"), index, &user.id)?;
-    let mut history = History::open(&dir)?;
-    let import = history.import(
-        std::slice::from_ref(&export),
-        &ImportOptions::default(),
-        ctx.progress,
-    )?;
-    if let Some(failed) = import.files.iter().find_map(|f| match &f.status {
-        rudder::history::FileStatus::Failed(why) => Some(format!("{}: {why}", f.file)),
-        _ => None,
-    }) {
-        return Err(EvalError::Case {
-            case: user.id.clone(),
-            message: format!("importing {} failed: {failed}", export.display()),
-        });
-    }
+    let (mut history, _) = retrieval::import_scratch(&dir, &export, &user.id, ctx.progress)?;
     history.embed_pending(ctx.embedder, &ctx.embed_model, ctx.progress)?;
     let ids = retrieval::ids_by_hash(&history)?;
     Ok((history, ids))
