@@ -14,6 +14,7 @@
 //! binary do not link.
 
 pub mod app;
+pub mod checks;
 pub mod config;
 pub mod embed;
 pub mod error;

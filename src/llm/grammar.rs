@@ -54,4 +54,20 @@ mod tests {
         assert!(g.contains("root ::="), "{g}");
         assert!(g.contains("space ::= \" \"?"), "{g}");
     }
+
+    #[test]
+    fn properties_keep_their_declared_order() {
+        // Evidence before the conclusion: "reason" is declared (and must be generated) before
+        // "grade", though it sorts after it.
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"reason": {"type": "string"}, "grade": {"type": "integer"}},
+            "required": ["reason", "grade"],
+        });
+        let g = schema_to_grammar(&schema).unwrap();
+        let root = g.lines().find(|l| l.starts_with("root ::=")).unwrap();
+        let reason = root.find("reason").expect(root);
+        let grade = root.find("grade").expect(root);
+        assert!(reason < grade, "{root}");
+    }
 }

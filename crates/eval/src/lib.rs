@@ -70,7 +70,7 @@ pub enum EvalError {
     /// A matcher could not embed its texts.
     #[error("matcher embedding: {source}")]
     MatcherEmbed {
-        #[source]
+        #[from]
         source: rudder::embed::EmbedError,
     },
     #[error("{case}: embedding: {source}")]

@@ -31,7 +31,6 @@
 //! byte-identical files. The texts and labels other than hashes come from the data file and do
 //! not depend on the seed.
 
-use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -164,85 +163,7 @@ pub fn session_text(s: &Session) -> String {
     out
 }
 
-/// The content words of `text`: lowercase alphanumeric tokens of two or more characters, minus
-/// stop words (and the words every URL has), each normalised by a light suffix stripping so
-/// "shoes", "shoe", "running" and "run" meet ("shoe" → "sho", "running" → "run").
-pub fn content_words(text: &str) -> BTreeSet<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .filter(|w| w.chars().count() >= 2 && !is_stop(w))
-        .map(|w| normalize(&w))
-        .filter(|w| !w.is_empty() && !is_stop(w))
-        .collect()
-}
-
-fn is_stop(w: &str) -> bool {
-    STOP_WORDS.binary_search(&w).is_ok()
-}
-
-/// Sorted (binary search). Besides function words, the words of every search, chat and page
-/// URL (`google`, `com`, `chat`, …), which would make any two sessions look related.
-const STOP_WORDS: &[&str] = &[
-    "about", "above", "after", "again", "against", "ai", "all", "also", "am", "an", "and", "any",
-    "are", "as", "at", "be", "because", "been", "before", "being", "below", "best", "between",
-    "both", "but", "by", "can", "chat", "chatgpt", "claude", "com", "could", "did", "do", "does",
-    "doing", "don", "down", "during", "each", "else", "even", "ever", "every", "few", "for",
-    "from", "further", "get", "gets", "getting", "go", "going", "good", "google", "got", "had",
-    "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "html", "http",
-    "https", "if", "in", "into", "io", "is", "isn", "it", "its", "just", "ll", "me", "might",
-    "more", "most", "much", "must", "my", "need", "needs", "net", "no", "nor", "not", "now", "of",
-    "off", "on", "once", "one", "only", "or", "org", "other", "our", "ours", "out", "over", "own",
-    "really", "same", "search", "she", "should", "so", "some", "still", "such", "than", "that",
-    "the", "their", "them", "then", "there", "these", "they", "thing", "things", "this", "those",
-    "through", "to", "too", "under", "until", "up", "us", "use", "using", "ve", "very", "want",
-    "was", "way", "we", "well", "were", "what", "when", "where", "which", "while", "who", "whom",
-    "why", "will", "with", "would", "www", "yes", "yet", "you", "your", "yours",
-];
-
-/// Light suffix stripping: plurals, `-ing`, `-ed`, a doubled final consonant and a final `e`.
-fn normalize(w: &str) -> String {
-    if !w.is_ascii() || w.bytes().any(|b| b.is_ascii_digit()) {
-        return w.to_string();
-    }
-    let mut s = w.to_string();
-    if s.len() > 4 && s.ends_with("ies") {
-        s.truncate(s.len() - 3);
-        s.push('y');
-    } else if s.len() > 4
-        && ["sses", "ches", "shes", "xes", "zes"]
-            .iter()
-            .any(|end| s.ends_with(end))
-    {
-        s.truncate(s.len() - 2);
-    } else if s.len() > 3
-        && s.ends_with('s')
-        && !s.ends_with("ss")
-        && !s.ends_with("us")
-        && !s.ends_with("is")
-    {
-        s.truncate(s.len() - 1);
-    }
-    let mut stripped = false;
-    if s.len() > 5 && s.ends_with("ing") {
-        s.truncate(s.len() - 3);
-        stripped = true;
-    } else if s.len() > 4 && s.ends_with("ed") && !s.ends_with("eed") {
-        s.truncate(s.len() - 2);
-        stripped = true;
-    }
-    if stripped {
-        let b = s.as_bytes();
-        let n = b.len();
-        if n >= 2 && b[n - 1] == b[n - 2] && !b"aeioulsz".contains(&b[n - 1]) {
-            s.truncate(n - 1);
-        }
-    }
-    if s.len() > 3 && s.ends_with('e') {
-        s.truncate(s.len() - 1);
-    }
-    s
-}
+pub use rudder::checks::text::content_words;
 
 // ---------------------------------------------------------------------------------------------
 // The data file
@@ -505,23 +426,6 @@ fn planted_item(gen: &mut Gen, spec: &str, owner: &str) -> rudder::Result<(i64, 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stop_words_are_sorted() {
-        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
-    }
-
-    #[test]
-    fn content_words_normalise_plurals_and_suffixes() {
-        let w = content_words("Which running SHOES should I buy? shoe, runs, batteries, boxes");
-        for want in ["run", "sho", "buy", "battery", "box"] {
-            assert!(w.contains(want), "{want} not in {w:?}");
-        }
-        assert!(!w.contains("which") && !w.contains("should"));
-        assert_eq!(content_words("baked baking bake"), content_words("bake"));
-        assert_eq!(content_words("planned planning"), content_words("plan"));
-        assert!(content_words("https://www.google.com/search?q=x").len() <= 3);
-    }
 
     #[test]
     fn the_data_parses_and_every_spec_is_well_formed() {
