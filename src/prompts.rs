@@ -19,6 +19,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../prompts/profile_expand_pseudo.md"),
     ),
     (
+        "profile_expand_facets",
+        include_str!("../prompts/profile_expand_facets.md"),
+    ),
+    (
         "profile_select",
         include_str!("../prompts/profile_select.md"),
     ),

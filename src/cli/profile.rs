@@ -17,6 +17,7 @@ enum ExpansionArg {
     Raw,
     Cot,
     Pseudo,
+    Facets,
     Fused,
 }
 
@@ -34,7 +35,7 @@ pub struct ProfileArgs {
     #[arg(required_unless_present = "general")]
     query: Option<String>,
     /// How the query is expanded for retrieval.
-    #[arg(long, value_enum, default_value_t = ExpansionArg::Cot)]
+    #[arg(long, value_enum, default_value_t = ExpansionArg::Facets)]
     expansion: ExpansionArg,
     /// How candidates are judged.
     #[arg(long, value_enum, default_value_t = SelectionArg::Llm)]
@@ -99,6 +100,7 @@ pub fn run(ctx: &Ctx, args: ProfileArgs) -> anyhow::Result<ExitCode> {
             ExpansionArg::Raw => ExpansionMode::Raw,
             ExpansionArg::Cot => ExpansionMode::Cot,
             ExpansionArg::Pseudo => ExpansionMode::Pseudo,
+            ExpansionArg::Facets => ExpansionMode::Facets,
             ExpansionArg::Fused => ExpansionMode::Fused,
         },
         candidates: args.candidates,

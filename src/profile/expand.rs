@@ -3,7 +3,10 @@
 //! A research question rarely shares words with the history that says how this user wants it
 //! answered. Two expansions bridge the gap: chain-of-thought (the model spells out the aspects
 //! worth retrieving) and pseudo-history (HyDE: the model writes what a relevant past search or
-//! chat message of this user might look like).
+//! chat message of this user might look like). A third, facet probes, targets what a
+//! research question shares least with: the user's situation (a knee injury, a budget, a
+//! toddler) — the model writes a few short first-person lines about it, and each line is
+//! searched on its own.
 
 use std::time::Instant;
 
@@ -22,16 +25,24 @@ pub enum Expansion {
     Cot,
     /// A pseudo history entry (HyDE).
     Pseudo,
+    /// Short first-person lines about the user's situation, one search each.
+    Facets,
 }
 
 impl Expansion {
-    pub const ALL: [Expansion; 3] = [Expansion::Raw, Expansion::Cot, Expansion::Pseudo];
+    pub const ALL: [Expansion; 4] = [
+        Expansion::Raw,
+        Expansion::Cot,
+        Expansion::Pseudo,
+        Expansion::Facets,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Expansion::Raw => "raw",
             Expansion::Cot => "cot",
             Expansion::Pseudo => "pseudo",
+            Expansion::Facets => "facets",
         }
     }
 
@@ -40,6 +51,7 @@ impl Expansion {
             Expansion::Raw => None,
             Expansion::Cot => Some("profile_expand_cot"),
             Expansion::Pseudo => Some("profile_expand_pseudo"),
+            Expansion::Facets => Some("profile_expand_facets"),
         }
     }
 }
@@ -55,6 +67,33 @@ pub struct Expanded {
 
 /// Expansions are short: the retriever only needs the key words and a sentence or two.
 const MAX_TOKENS: u32 = 96;
+
+/// Most facet lines searched.
+const MAX_FACETS: usize = 6;
+
+/// The usable lines of a facet expansion: bullets and numbers stripped, 2–16 words each, no
+/// repeats, at most [`MAX_FACETS`].
+pub fn facet_lines(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let line = line
+            .trim()
+            .trim_start_matches(|c: char| {
+                c.is_ascii_digit() || matches!(c, '-' | '*' | '•' | '.' | ')')
+            })
+            .trim()
+            .trim_matches('"');
+        let words = line.split_whitespace().count();
+        let key = line.to_lowercase();
+        if (2..=16).contains(&words) && !out.iter().any(|o| o.to_lowercase() == key) {
+            out.push(line.to_string());
+        }
+        if out.len() == MAX_FACETS {
+            break;
+        }
+    }
+    out
+}
 
 /// Expands `query` with `expansion` (the raw query costs nothing).
 pub fn expand(llm: &dyn Llm, query: &str, expansion: Expansion) -> Result<Expanded, ProfileError> {
@@ -78,7 +117,10 @@ pub fn expand(llm: &dyn Llm, query: &str, expansion: Expansion) -> Result<Expand
     };
     let started = Instant::now();
     let completion = llm.complete_text(&request)?;
-    let text = completion.text.trim();
+    let text = match expansion {
+        Expansion::Facets => facet_lines(&completion.text).join("\n"),
+        _ => completion.text.trim().to_string(),
+    };
     // A model that returns nothing useful must not leave retrieval with an empty query.
     let text = if text.is_empty() {
         query.to_string()
@@ -91,4 +133,22 @@ pub fn expand(llm: &dyn Llm, query: &str, expansion: Expansion) -> Result<Expand
         usage: completion.usage,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn facet_lines_are_cleaned_bounded_and_unique() {
+        let text = "1. my knee hurts after long runs\n- budget is $120 max\n\nok\n* my knee hurts after long runs\n\"wide feet flat arches\"\na b c d e f g h i j k l m n o p q r";
+        assert_eq!(
+            facet_lines(text),
+            vec![
+                "my knee hurts after long runs",
+                "budget is $120 max",
+                "wide feet flat arches"
+            ]
+        );
+    }
 }

@@ -54,7 +54,9 @@ pub struct ProfileOptions {
 impl Default for ProfileOptions {
     fn default() -> Self {
         Self {
-            expansion: ExpansionMode::Cot,
+            // Measured best on the planted-needs set (`rudder eval quality`): nDCG@10 0.147
+            // against 0.037 for the raw query and 0.064 for CoT.
+            expansion: ExpansionMode::Facets,
             candidates: 16,
             selection: Selection::default(),
             use_cache: true,

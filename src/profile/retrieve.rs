@@ -15,15 +15,18 @@ pub enum ExpansionMode {
     Raw,
     Cot,
     Pseudo,
-    /// Reciprocal rank fusion of the raw, CoT and pseudo-history result lists.
+    /// Facet probes: each line about the user's situation searched, the lists fused.
+    Facets,
+    /// Reciprocal rank fusion of every expansion's result lists.
     Fused,
 }
 
 impl ExpansionMode {
-    pub const ALL: [ExpansionMode; 4] = [
+    pub const ALL: [ExpansionMode; 5] = [
         ExpansionMode::Raw,
         ExpansionMode::Cot,
         ExpansionMode::Pseudo,
+        ExpansionMode::Facets,
         ExpansionMode::Fused,
     ];
 
@@ -32,6 +35,7 @@ impl ExpansionMode {
             ExpansionMode::Raw => "raw",
             ExpansionMode::Cot => "cot",
             ExpansionMode::Pseudo => "pseudo",
+            ExpansionMode::Facets => "facets",
             ExpansionMode::Fused => "fused",
         }
     }
@@ -42,6 +46,7 @@ impl ExpansionMode {
             ExpansionMode::Raw => &[Expansion::Raw],
             ExpansionMode::Cot => &[Expansion::Cot],
             ExpansionMode::Pseudo => &[Expansion::Pseudo],
+            ExpansionMode::Facets => &[Expansion::Facets],
             ExpansionMode::Fused => &Expansion::ALL,
         }
     }
@@ -53,7 +58,9 @@ impl std::str::FromStr for ExpansionMode {
         ExpansionMode::ALL
             .into_iter()
             .find(|m| m.as_str() == s)
-            .ok_or_else(|| format!("unknown expansion {s:?} (expected raw, cot, pseudo or fused)"))
+            .ok_or_else(|| {
+                format!("unknown expansion {s:?} (expected raw, cot, pseudo, facets or fused)")
+            })
     }
 }
 
@@ -66,8 +73,8 @@ pub struct Candidate {
 }
 
 /// The top `n` sessions for `mode`, using the already computed `expanded` texts (each
-/// expansion the mode needs must be among them). Each text is searched with hybrid search; in
-/// fused mode the lists are fused by reciprocal rank.
+/// expansion the mode needs must be among them). Each text (each line of a facet expansion) is
+/// searched with hybrid search, and the lists are fused by reciprocal rank.
 pub fn retrieve(
     history: &mut History,
     embedder: Option<(&dyn Embedder, &str)>,
@@ -84,8 +91,16 @@ pub fn retrieve(
                 want.as_str()
             )));
         };
-        let hits = history.search(&e.text, filter, n, SearchMode::Hybrid, embedder)?;
-        lists.push(hits.into_iter().map(|h| h.id).collect());
+        // Facet lines are searched one by one: each names a different part of the user's
+        // situation, and one long text would match none of them well.
+        let texts: Vec<&str> = match e.expansion {
+            Expansion::Facets => e.text.lines().filter(|l| !l.trim().is_empty()).collect(),
+            _ => vec![e.text.as_str()],
+        };
+        for text in texts {
+            let hits = history.search(text, filter, n, SearchMode::Hybrid, embedder)?;
+            lists.push(hits.into_iter().map(|h| h.id).collect());
+        }
     }
     let refs: Vec<&[i64]> = lists.iter().map(Vec::as_slice).collect();
     Ok(reciprocal_rank_fusion(&refs, n)

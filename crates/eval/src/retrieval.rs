@@ -408,7 +408,7 @@ impl RetrievalReport {
             let _ = write!(out, " {} |", m.as_str());
         }
         let _ = writeln!(out, " Query |");
-        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---|");
+        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---|");
         for c in &self.cases {
             let _ = write!(
                 out,
@@ -436,7 +436,8 @@ fn mode_label(mode: ExpansionMode) -> &'static str {
         ExpansionMode::Raw => "Original query",
         ExpansionMode::Cot => "+CoT",
         ExpansionMode::Pseudo => "+Pseudo-history",
-        ExpansionMode::Fused => "Fused (raw + CoT + pseudo, RRF)",
+        ExpansionMode::Facets => "+Facet probes",
+        ExpansionMode::Fused => "Fused (raw + CoT + pseudo + facets, RRF)",
     }
 }
 
@@ -975,7 +976,7 @@ mod tests {
         assert!(foreign.join("precious").exists());
     }
 
-    fn row(id: &str, category: QueryCategory, skipped: bool, ndcg: [f64; 4]) -> CaseRow {
+    fn row(id: &str, category: QueryCategory, skipped: bool, ndcg: [f64; 5]) -> CaseRow {
         CaseRow {
             id: id.into(),
             user: "u".into(),
@@ -1007,12 +1008,17 @@ mod tests {
 
     #[test]
     fn means_leave_out_skipped_queries() {
-        let mut failed = row("d", QueryCategory::Direct, false, [1.0; 4]);
+        let mut failed = row("d", QueryCategory::Direct, false, [1.0; 5]);
         failed.error = Some("raw retrieval: broken".into());
         let rows = [
-            row("a", QueryCategory::Direct, false, [0.2, 0.4, 0.6, 0.8]),
-            row("b", QueryCategory::Adjacent, false, [0.4, 0.6, 0.8, 1.0]),
-            row("c", QueryCategory::Unseen, true, [0.0; 4]),
+            row("a", QueryCategory::Direct, false, [0.2, 0.4, 0.6, 0.7, 0.8]),
+            row(
+                "b",
+                QueryCategory::Adjacent,
+                false,
+                [0.4, 0.6, 0.8, 0.9, 1.0],
+            ),
+            row("c", QueryCategory::Unseen, true, [0.0; 5]),
             failed,
         ];
         let raw = summarize(ExpansionMode::Raw, rows.iter());
@@ -1027,12 +1033,12 @@ mod tests {
 
     #[test]
     fn markdown_has_the_table_and_escapes_pipes() {
-        let mut failed = row("d", QueryCategory::Direct, false, [1.0; 4]);
+        let mut failed = row("d", QueryCategory::Direct, false, [1.0; 5]);
         failed.error = Some("cot retrieval: bad query".into());
         failed.scores.clear();
         let rows = vec![
-            row("a", QueryCategory::Direct, false, [0.2, 0.4, 0.6, 0.8]),
-            row("c", QueryCategory::Unseen, true, [0.0; 4]),
+            row("a", QueryCategory::Direct, false, [0.2, 0.4, 0.6, 0.7, 0.8]),
+            row("c", QueryCategory::Unseen, true, [0.0; 5]),
             failed,
         ];
         let report = RetrievalReport {

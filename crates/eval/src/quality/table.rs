@@ -74,7 +74,7 @@ pub fn markdown(r: &QualityRecords) -> String {
     );
 
     out.push_str("\n## Reports\n\n");
-    out.push_str("| system | reports | need uptake | repetition | citation support | uncited | debris per report | words | seconds |\n|---|---|---|---|---|---|---|---|---|\n");
+    out.push_str("| system | reports | need uptake | repetition | citation support | uncited | debris per report | words | tokens | seconds |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for system in ReportSystem::ALL {
         let rs: Vec<_> = r.reports.iter().filter(|x| x.system == system).collect();
         if rs.is_empty() {
@@ -82,7 +82,7 @@ pub fn markdown(r: &QualityRecords) -> String {
         }
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             system.name(),
             rs.len(),
             fmt(mean(rs.iter().map(|x| x.need_uptake))),
@@ -92,9 +92,15 @@ pub fn markdown(r: &QualityRecords) -> String {
             fmt(mean(rs.iter().map(|x| x.hygiene.debris.len() as f64))),
             mean(rs.iter().map(|x| x.hygiene.words as f64))
                 .map_or("–".into(), |w| format!("{w:.0}")),
+            mean(rs.iter().map(|x| loop_tokens(&x.cost) as f64))
+                .map_or("–".into(), |n| format!("{n:.0}")),
             mean(rs.iter().map(|x| x.seconds)).map_or("–".into(), |s| format!("{s:.0}")),
         );
     }
+    out.push_str(
+        "\n*tokens*: prompt + generated tokens of the research run per report (every stage of \
+         the loop; the history system's profile is counted under Cost, stage `profile`).\n",
+    );
 
     out.push_str("\n## Answer coverage (Researchy questions, Wikipedia corpus)\n\n");
     if r.coverage.is_empty() {
@@ -167,4 +173,13 @@ fn one_line(s: &str) -> String {
     } else {
         line
     }
+}
+
+/// Prompt + generated tokens of a report's research run, the profile left out (it is built
+/// once per question and shown in its own row of the cost table).
+fn loop_tokens(cost: &std::collections::BTreeMap<String, super::Cost>) -> u64 {
+    cost.iter()
+        .filter(|(stage, _)| stage.as_str() != "profile")
+        .map(|(_, c)| c.prompt_tokens + c.generated_tokens)
+        .sum()
 }
