@@ -52,8 +52,9 @@ pub const MIN_RELEVANCE: u8 = 2;
 /// The grammar's cap on a phrase; a phrase that reaches it was cut off.
 const MAX_PHRASE_CHARS: usize = 90;
 const MIN_PHRASE_CHARS: usize = 4;
-/// A phrase and its kind and grade are a few dozen tokens.
-const MAX_TOKENS: u32 = 60;
+/// A phrase (at most 90 characters) with its kind and grade is about 40 tokens; the rest is
+/// slack for a tokenizer that splits the phrase finely.
+const MAX_TOKENS: u32 = 80;
 /// How much of a session the model sees.
 const SESSION_CHARS: usize = 400;
 
@@ -388,14 +389,22 @@ pub fn extract(
             crate::prompts::render("profile_extract", minijinja::context! { query, session })?;
         let mut note = String::new();
         for attempt in 0..2 {
-            let (answer, completion): (Answer, _) = crate::llm::complete_schema(
+            let reply = crate::llm::complete_schema::<Answer>(
                 llm,
                 vec![Message::user(format!("{prompt}{note}"))],
                 GenerationOptions::greedy(MAX_TOKENS),
                 answer_schema(),
-            )?
-            .into_pair()?;
-            out.usage += completion.usage;
+            )?;
+            out.usage += reply.completion.usage;
+            // An unusable answer (cut off, unparsable) costs this session its phrase, not the
+            // profile its other sessions.
+            let answer = match reply.parsed {
+                Ok(answer) => answer,
+                Err(e) => {
+                    tracing::debug!(session = s.id, error = %e, "no profile phrase");
+                    break;
+                }
+            };
             match checks.check(&answer, &session)? {
                 Verdict::Keep(text) => {
                     tracing::debug!(session = s.id, %text, relevance = answer.relevance, "profile phrase");
@@ -660,6 +669,28 @@ pub(crate) mod tests {
         assert_eq!(stubborn.prompts().len(), 2);
         assert!(stubborn.prompts()[1].contains("repeats the question"));
         assert!(out.phrases.is_empty());
+    }
+
+    #[test]
+    fn an_unusable_answer_costs_only_its_session() {
+        let llm = Scripted::new(|p| {
+            if p.contains("calculator") {
+                "{\"about_user\": \"cut of".to_string()
+            } else {
+                reply("budget of 120 dollars", "constraint", 3)
+            }
+        });
+        let sessions = [
+            search(1, "marathon pace calculator"),
+            search(2, "120 dollars for sports gear"),
+        ];
+        let out = extract(&llm, None, QUERY, &sessions).unwrap();
+        assert_eq!(
+            out.usage.calls, 2,
+            "the failed call is counted, not repeated"
+        );
+        assert_eq!(out.phrases.len(), 1);
+        assert_eq!(out.phrases[0].session, 2);
     }
 
     #[test]
