@@ -23,12 +23,8 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../prompts/profile_expand_facets.md"),
     ),
     (
-        "profile_select",
-        include_str!("../prompts/profile_select.md"),
-    ),
-    (
-        "profile_query_aware",
-        include_str!("../prompts/profile_query_aware.md"),
+        "profile_extract",
+        include_str!("../prompts/profile_extract.md"),
     ),
     (
         "profile_general",
@@ -150,7 +146,7 @@ mod tests {
                 name,
                 minijinja::context! {
                     json => false, query => "best tent?", sessions => sessions.clone(),
-                    notes => Vec::<String>::new(), previous => "",
+                    notes => Vec::<String>::new(), previous => "", session => "Searched: tent",
                 },
             )
             .unwrap();

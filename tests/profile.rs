@@ -1,14 +1,13 @@
 //! Query-aware profiles from a synthetic user's history, with the real small model: expansion,
-//! retrieval, selection, generation, the cache and its invalidation when a cited session is
-//! forgotten.
+//! retrieval, per-session extraction, assembly, the cache and its invalidation when a cited
+//! session is forgotten; and the measurements behind the generic-phrase threshold.
 
 mod common;
 
-use std::sync::Mutex;
-
 use rudder::embed::{Embedder, FastEmbedder};
 use rudder::history::{ForgetSelector, History, ImportOptions, NoProgress};
-use rudder::llm::{Completion, FinishReason, Llm, LlmError, Request, Timing, Usage};
+use rudder::llm::Llm;
+use rudder::profile::extract::{Checks, GENERIC_THRESHOLD};
 use rudder::profile::{ExpansionMode, ProfileOptions, Selection};
 use rudder_synth::{write_export, SynthConfig};
 
@@ -35,7 +34,7 @@ fn history_of_a_synthetic_user(root: &std::path::Path, embedder: &FastEmbedder) 
 }
 
 #[test]
-fn profile_with_the_real_model_cites_only_existing_candidates_and_forgetting_drops_it() {
+fn profile_with_the_real_model_cites_only_sessions_it_was_shown_and_nothing_generic() {
     let models = common::store();
     let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
     let tmp = tempfile::tempdir().unwrap();
@@ -44,7 +43,7 @@ fn profile_with_the_real_model_cites_only_existing_candidates_and_forgetting_dro
     let with = Some((&embedder as &dyn Embedder, common::EMBED_MODEL));
     let query = "What should I focus on in my training this month?";
 
-    // LLM selection, CoT expansion: the full BESPOKE pipeline.
+    // CoT expansion, then one extraction call per candidate.
     let options = ProfileOptions {
         expansion: ExpansionMode::Cot,
         candidates: 8,
@@ -53,39 +52,84 @@ fn profile_with_the_real_model_cites_only_existing_candidates_and_forgetting_dro
     let run = rudder::profile::query_profile(&llm, &mut history, with, query, &options).unwrap();
     assert!(!run.from_cache);
     assert_eq!(run.candidates.len(), 8);
+    assert_eq!(run.selected.judged, 8, "every candidate is asked about");
     assert_eq!(run.expansions.len(), 1);
     assert!(run.expansions[0].text.len() > query.len(), "CoT adds text");
-    let candidate_ids: Vec<i64> = run.candidates.iter().map(|c| c.id).collect();
-    for kept in &run.selected.kept {
-        assert!(
-            candidate_ids.contains(&kept.id),
-            "kept {kept:?} is not a candidate"
-        );
-    }
-    let kept_ids: Vec<i64> = run.selected.kept.iter().map(|k| k.id).collect();
-    for id in run.profile.cited() {
-        assert!(
-            kept_ids.contains(&id),
-            "cited {id} was not among the selected sessions"
-        );
-        assert!(history.get(id).unwrap().is_some());
-    }
-    // Schema-valid: the grammar bounds every list.
-    assert!(run.profile.need.emphasize.len() <= 4);
-    assert!(run.profile.tone.len() <= 3);
+    let calls = run.generation_usage.calls;
     assert!(
-        run.usage.calls >= 3,
-        "expansion + selection + generation: {:?}",
-        run.usage
+        (8..=16).contains(&calls),
+        "one call per candidate, at most one retry each: {calls}"
     );
+    assert_eq!(run.usage.calls, calls + run.expansions[0].usage.calls);
+    let candidate_ids: Vec<i64> = run.candidates.iter().map(|c| c.id).collect();
+    let kept_ids: Vec<i64> = run.selected.kept.iter().map(|k| k.id).collect();
+    for id in &kept_ids {
+        assert!(candidate_ids.contains(id), "kept {id} is not a candidate");
+    }
+    let checks = Checks::new(Some(&embedder), query).unwrap();
+    let (_, domain) = run.profile.statements()[0];
+    assert!(
+        domain.sessions.is_empty(),
+        "the domain is not inferred from sessions"
+    );
+    for (criterion, s) in run.profile.statements().into_iter().skip(1) {
+        assert!(!s.sessions.is_empty(), "{criterion}: {s:?} cites nothing");
+        for id in &s.sessions {
+            assert!(
+                kept_ids.contains(id),
+                "{s:?} cites {id}, which yielded no phrase"
+            );
+            assert!(history.get(*id).unwrap().is_some());
+        }
+        let generic = checks.genericness(&s.text).unwrap();
+        assert!(generic < GENERIC_THRESHOLD, "{s:?} is generic ({generic})");
+        assert!(!s.text.contains(['{', '}', '"']), "{s:?}");
+        assert!(
+            !s.text.contains("sodium"),
+            "copied the prompt's example: {s:?}"
+        );
+    }
+    assert!(
+        run.profile.statements().len() <= 7,
+        "domain plus at most six"
+    );
+    eprintln!("{}", run.profile.to_prompt_text());
 
     // The second call is served from the cache.
     let again = rudder::profile::query_profile(&llm, &mut history, with, query, &options).unwrap();
     assert!(again.from_cache);
     assert_eq!(again.profile, run.profile);
+}
 
-    // Embedding-only selection keeps candidates deterministically; forgetting one of them drops
-    // the cached profile, and the rebuilt one no longer rests on it.
+/// A model that says of every item its first words, as a phrase about the user.
+fn echo_model() -> common::Canned {
+    common::Canned::new(|prompt| {
+        let item = prompt
+            .lines()
+            .rev()
+            .find_map(|l| l.strip_prefix("Item: "))
+            .unwrap_or("");
+        let words: Vec<&str> = item
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.len() > 2)
+            .skip(1)
+            .take(5)
+            .collect();
+        serde_json::json!({"about_user": words.join(" "), "kind": "constraint", "relevance": 3})
+            .to_string()
+    })
+}
+
+#[test]
+fn forgetting_a_cited_session_drops_the_cached_profile() {
+    let models = common::store();
+    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut history = history_of_a_synthetic_user(tmp.path(), &embedder);
+    let llm = echo_model();
+    let with = Some((&embedder as &dyn Embedder, common::EMBED_MODEL));
+    let query = "What should I focus on in my training this month?";
+    // Embedding pre-filtering keeps every candidate at -1; each is then asked about once.
     let cheap = ProfileOptions {
         expansion: ExpansionMode::Raw,
         candidates: 6,
@@ -95,23 +139,34 @@ fn profile_with_the_real_model_cites_only_existing_candidates_and_forgetting_dro
         use_cache: true,
     };
     let first = rudder::profile::query_profile(&llm, &mut history, with, query, &cheap).unwrap();
-    assert_eq!(first.selected.kept.len(), 6);
+    assert_eq!(first.selected.judged, 6);
+    assert_eq!(
+        llm.calls(),
+        6 + first.usage.calls as usize - 6,
+        "no other model calls"
+    );
     assert_eq!(
         first.expansions[0].usage.calls, 0,
         "raw expansion calls no model"
     );
-    let forgotten = first.selected.kept[0].id;
+    assert!(!first.selected.kept.is_empty(), "{:?}", llm.prompts());
+    let cited = first.profile.cited();
+    for k in &first.selected.kept {
+        assert!(
+            cited.contains(&k.id),
+            "six candidates fit under the cap: {k:?}"
+        );
+    }
+    let forgotten = cited[0];
     history.forget(&ForgetSelector::Session(forgotten)).unwrap();
     let cached = rudder::profile::cached_query_profile(&history, llm.model_name(), query, &cheap);
     assert!(
         cached.unwrap().is_none(),
         "forgetting a session the profile rests on drops the cached profile"
     );
-    // The LLM-selected profile is dropped too if it cited the forgotten session, kept otherwise.
-    let other =
-        rudder::profile::cached_query_profile(&history, llm.model_name(), query, &options).unwrap();
-    let rested_on_it = run.selected.kept.iter().any(|k| k.id == forgotten);
-    assert_eq!(other.is_none(), rested_on_it);
+    let rebuilt = rudder::profile::query_profile(&llm, &mut history, with, query, &cheap).unwrap();
+    assert!(!rebuilt.from_cache);
+    assert!(!rebuilt.profile.cited().contains(&forgotten));
 }
 
 #[test]
@@ -137,65 +192,77 @@ fn general_profile_is_built_once_and_refreshed_only_with_new_sessions() {
     assert_eq!(same, profile);
 }
 
-/// A model that answers a selection prompt with more decisions than sessions, as a backend
-/// without grammar support might.
-struct OutOfRange {
-    calls: Mutex<u32>,
-}
+/// Generic phrasings the list does not hold word for word, and specific phrases about a user
+/// (the planted needs of the quality evaluation among them), as extraction might word them.
+const GENERIC: &[&str] = &[
+    "wants correct and accurate information",
+    "prefers to get specific criteria",
+    "is interested in this topic",
+    "would like a detailed answer",
+    "likes explanations that are clear",
+    "wants good recommendations",
+    "wants to know more about it",
+    "is looking for helpful information",
+    "prefers relevant and useful information",
+    "wants the best possible answer",
+    "focuses on specific criteria",
+    "avoids general preferences",
+];
+const SPECIFIC: &[&str] = &[
+    "recovering from patellofemoral knee pain",
+    "can spend at most $120 on shoes",
+    "has wide feet with flat arches",
+    "wants short answers in bullet points",
+    "works rotating twelve-hour hospital shifts",
+    "physio caps running at 25 km a week",
+    "complete beginner with computers",
+    "poor eyesight, needs a large bright screen",
+    "budget around 600 pounds",
+    "about 3,000 family photos scanned onto CDs",
+    "wants step-by-step numbered instructions to print",
+    "does not want a monthly subscription",
+    "counts of invertebrates from 40 ponds",
+    "works in R with tidyverse and glmmTMB",
+    "has a latex allergy",
+    "old electric deck oven running all day",
+    "son has a severe peanut allergy",
+    "flight under three hours because of the toddler",
+    "wants a checklist to tick off",
+    "workshop is a small single-car garage",
+    "sensitive to strong fumes",
+    "has ADHD and loses focus in long sessions",
+    "writes Python daily",
+    "mild tinnitus",
+    "rents a flat, neighbours complained",
+    "wants honest opinions, not balanced lists",
+];
 
-impl Llm for OutOfRange {
-    fn model_name(&self) -> &str {
-        "scripted"
-    }
-
-    fn complete(
-        &self,
-        _request: &Request,
-        _on_text: &mut dyn FnMut(&str),
-        _cancel: &rudder::llm::CancelToken,
-    ) -> Result<Completion, LlmError> {
-        *self.calls.lock().unwrap() += 1;
-        Ok(Completion {
-            text: r#"{"decisions":[{"keep":false,"signal":"","adjacent":false},
-                                   {"keep":true,"signal":"runs","adjacent":false},
-                                   {"keep":false,"signal":"","adjacent":false},
-                                   {"keep":true,"signal":"no such session","adjacent":true},
-                                   {"keep":true,"signal":"nor this","adjacent":true}]}"#
-                .into(),
-            usage: Usage {
-                calls: 1,
-                ..Usage::default()
-            },
-            timing: Timing::default(),
-            finish: FinishReason::Stop,
-        })
-    }
-}
-
+/// The generic-phrase check under all-MiniLM-L6-v2: every generic paraphrase reaches the
+/// threshold and no specific phrase does. Prints the measurements behind the number.
 #[test]
-fn selection_never_keeps_a_session_that_was_not_a_candidate() {
-    let models = common::store();
-    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let mut history = history_of_a_synthetic_user(tmp.path(), &embedder);
-    let candidates = history.get_many(&[3, 7, 11]).unwrap();
-    let llm = OutOfRange {
-        calls: Mutex::new(0),
-    };
-    let selected = rudder::profile::select(
-        Some(&llm),
-        &mut history,
-        None,
-        "anything",
-        &candidates,
-        Selection::Llm { batch: 8 },
+fn generic_threshold_separates_generic_from_specific_phrases() {
+    let embedder = FastEmbedder::from_store(&common::store(), common::EMBED_MODEL, 1).unwrap();
+    let checks = Checks::new(
+        Some(&embedder),
+        "Which running shoes should I buy for my first half marathon?",
     )
     .unwrap();
-    assert_eq!(*llm.calls.lock().unwrap(), 1, "one batch");
-    let kept: Vec<i64> = selected.kept.iter().map(|k| k.id).collect();
-    assert_eq!(
-        kept,
-        vec![7],
-        "only number 2 of the batch is real, and it counts once"
+    let (mut lowest_generic, mut highest_specific) = (f32::MAX, f32::MIN);
+    for (label, list) in [("generic", GENERIC), ("specific", SPECIFIC)] {
+        for phrase in list {
+            let g = checks.genericness(phrase).unwrap();
+            eprintln!("  {label:<9} {g:.3} {phrase}");
+            if label == "generic" {
+                lowest_generic = lowest_generic.min(g);
+            } else {
+                highest_specific = highest_specific.max(g);
+            }
+        }
+    }
+    eprintln!(
+        "generic: lowest {lowest_generic:.3}; specific: highest {highest_specific:.3}; \
+         threshold {GENERIC_THRESHOLD}"
     );
+    assert!(lowest_generic >= GENERIC_THRESHOLD, "{lowest_generic}");
+    assert!(highest_specific < GENERIC_THRESHOLD, "{highest_specific}");
 }

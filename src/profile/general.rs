@@ -7,7 +7,6 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::query_profile::constrain_session_numbers;
 use super::ProfileError;
 use crate::history::History;
 use crate::llm::{Llm, Usage};
@@ -68,6 +67,35 @@ struct InterestDraft {
 struct GeneralDraft {
     #[schemars(length(max = 5))]
     interests: Vec<InterestDraft>,
+}
+
+/// Restricts every `sessions` array in `schema` to the numbers 1..=n (or to nothing), so a
+/// citation can never point at a session that was not shown.
+pub(crate) fn constrain_session_numbers(schema: &mut serde_json::Value, n: usize) {
+    match schema {
+        serde_json::Value::Object(map) => {
+            if let Some(serde_json::Value::Object(props)) = map.get_mut("properties") {
+                if let Some(sessions) = props.get_mut("sessions") {
+                    if n == 0 {
+                        sessions["maxItems"] = serde_json::json!(0);
+                        sessions["items"] = serde_json::json!({"type": "integer"});
+                    } else {
+                        let numbers: Vec<usize> = (1..=n).collect();
+                        sessions["items"] = serde_json::json!({"type": "integer", "enum": numbers});
+                    }
+                }
+            }
+            for v in map.values_mut() {
+                constrain_session_numbers(v, n);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for v in items {
+                constrain_session_numbers(v, n);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Builds the profile from scratch (`previous = None`) or folds in the sessions imported since
@@ -142,4 +170,20 @@ pub fn build(
         },
         completion.usage,
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_numbers_are_limited_to_what_was_shown() {
+        let mut schema = crate::llm::schema_of::<GeneralDraft>();
+        constrain_session_numbers(&mut schema, 2);
+        let text = schema.to_string();
+        assert!(text.contains(r#""enum":[1,2]"#), "{text}");
+        let mut none = crate::llm::schema_of::<GeneralDraft>();
+        constrain_session_numbers(&mut none, 0);
+        assert!(none.to_string().contains(r#""maxItems":0"#));
+    }
 }

@@ -1,12 +1,15 @@
 //! Query-aware user profiles from history (BESPOKE): expand the query, retrieve candidate
-//! sessions, keep the ones whose signals would change the answer, and turn them into a profile
-//! with one part per personalisation criterion, every statement citing its sessions.
+//! sessions, ask about each one what it says about this user that would change the answer (one
+//! short extractive call per session), and assemble the phrases that pass the checks into a
+//! profile with one part per personalisation criterion, every statement citing the session(s)
+//! it was extracted from.
 //!
 //! Profiles are cached in the history database next to the sessions they cite; forgetting a
 //! cited session drops the cached profile with it (a trigger), so no summary outlives its
 //! evidence.
 
 pub mod expand;
+pub mod extract;
 pub mod general;
 pub mod query_profile;
 pub mod retrieve;
@@ -18,10 +21,11 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub use expand::{expand, Expanded, Expansion};
+pub use extract::{extract, Extracted, Phrase, PhraseKind};
 pub use general::GeneralProfile;
 pub use query_profile::{Domain, DomainFit, Need, QueryProfile, Statement};
 pub use retrieve::{retrieve, Candidate, ExpansionMode};
-pub use select::{select, Kept, Selected, Selection};
+pub use select::{prefilter, Kept, Selected, Selection};
 
 use crate::embed::Embedder;
 use crate::history::{Filter, History, HistoryError};
@@ -44,7 +48,7 @@ pub enum ProfileError {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ProfileOptions {
     pub expansion: ExpansionMode,
-    /// Candidates retrieved and judged (the cap on selection cost).
+    /// Candidates retrieved and asked about, one extraction call each (the cap on cost).
     pub candidates: usize,
     pub selection: Selection,
     /// Reuse a cached profile for the same query and settings.
@@ -82,6 +86,9 @@ pub struct ProfileRun {
     pub from_cache: bool,
 }
 
+/// Names how profiles are built, for the cache key.
+const PROFILE_METHOD: &str = "extract-v1";
+
 fn cache_key(model: &str, query: &str, options: &ProfileOptions) -> String {
     let normalized = query
         .split_whitespace()
@@ -90,6 +97,9 @@ fn cache_key(model: &str, query: &str, options: &ProfileOptions) -> String {
         .to_lowercase();
     let mut h = Sha256::new();
     h.update(model);
+    h.update([0]);
+    // Profiles written by batch judging and one-shot writing are not reused.
+    h.update(PROFILE_METHOD);
     h.update([0]);
     h.update(
         serde_json::to_string(&(options.expansion, options.candidates, options.selection))
@@ -151,23 +161,40 @@ pub fn query_profile(
     )?;
     let ids: Vec<i64> = candidates.iter().map(|c| c.id).collect();
     let loaded = history.get_many(&ids)?;
-    let selected = select(
-        Some(llm),
-        history,
-        embedder,
-        query,
-        &loaded,
-        options.selection,
-    )?;
-    usage += selected.usage;
-    let shown: Vec<_> = selected
-        .kept
+    let selection_started = Instant::now();
+    let shown = prefilter(history, embedder, query, loaded, options.selection)?;
+    let selection_seconds = selection_started.elapsed().as_secs_f64();
+    let vectors = embedder.map(|(e, _)| e);
+    let extracted = extract(llm, vectors, query, &shown)?;
+    usage += extracted.usage;
+    let generation_started = Instant::now();
+    let profile = query_profile::assemble(query, &extracted.phrases, vectors)?;
+    let generation_seconds = extracted.seconds + generation_started.elapsed().as_secs_f64();
+    let generation_usage = extracted.usage;
+    let mut kept: Vec<Kept> = extracted
+        .phrases
         .iter()
-        .filter_map(|k| loaded.iter().find(|s| s.id == k.id).cloned())
+        .map(|p| Kept {
+            id: p.session,
+            signal: p.text.clone(),
+            adjacent: false,
+        })
         .collect();
-    let (profile, generation_usage, generation_seconds) =
-        query_profile::generate(llm, query, &shown)?;
-    usage += generation_usage;
+    kept.sort_by_key(|k| shown.iter().position(|s| s.id == k.id));
+    tracing::info!(
+        asked = extracted.asked,
+        kept = kept.len(),
+        retries = extracted.retries,
+        statements = profile.statements().len() - 1,
+        calls = extracted.usage.calls,
+        "query profile built"
+    );
+    let selected = Selected {
+        kept,
+        judged: shown.len(),
+        usage: Usage::default(),
+        seconds: selection_seconds,
+    };
     let run = ProfileRun {
         profile,
         model: llm.model_name().to_string(),

@@ -1,16 +1,17 @@
 //! The query-aware profile (BESPOKE Table 23): per criterion — need, content depth, tone,
 //! explanation style — plus domain fit, every statement citing the sessions it rests on.
 //!
-//! The model sees the kept sessions numbered 1..n and the output grammar only allows those
-//! numbers, so a citation can never point at a session that was not shown; numbers are mapped
-//! back to store ids afterwards.
+//! It is assembled in code from the phrases extraction kept (see [`super::extract`]): near-
+//! identical phrases merge (citing all their sessions), the best graded come first, and each
+//! phrase's kind decides its criterion. A statement cites exactly the sessions it was extracted
+//! from.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::extract::{Phrase, PhraseKind, MERGE_THRESHOLD};
 use super::ProfileError;
-use crate::history::StoredSession;
-use crate::llm::{Llm, Usage};
+use crate::embed::{cosine, Embedder};
 
 /// Work or hobby: decides which history signals count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -112,157 +113,288 @@ impl QueryProfile {
     }
 }
 
-// What the model fills in: bounded so the grammar keeps even a small model brief, and so the
-// longest answer the grammar allows (12 statements) fits in MAX_TOKENS.
-#[derive(Deserialize, JsonSchema)]
-struct StatementDraft {
-    #[schemars(length(max = 120))]
-    text: String,
-    #[schemars(length(max = 4))]
-    sessions: Vec<u32>,
+/// At most this many statements: the ones a small model's research prompts can use.
+pub const MAX_STATEMENTS: usize = 6;
+
+/// The domain reason when nothing was inferred: work or hobby is not judged from history (no
+/// extra model call), so the reason cites no session.
+pub const DOMAIN_NOT_INFERRED: &str = "Not inferred; the statements are the user's own words";
+
+/// Where a presentation phrase goes: format cues to explanation style, register to tone,
+/// length and depth to content depth; anything else to explanation style.
+fn presentation_criterion(text: &str) -> &'static str {
+    let lower = text.to_lowercase();
+    let has = |cues: &[&str]| {
+        lower
+            .split(|c: char| !c.is_alphanumeric())
+            .any(|w| cues.iter().any(|c| w.starts_with(c)))
+    };
+    if has(&[
+        "bullet",
+        "checklist",
+        "list",
+        "step",
+        "table",
+        "code",
+        "number",
+        "example",
+        "diagram",
+        "template",
+        "print",
+    ]) {
+        "explanation style"
+    } else if has(&[
+        "tone", "casual", "formal", "friendly", "honest", "blunt", "direct", "polite", "humo",
+        "opinion", "jargon", "plain",
+    ]) {
+        "tone"
+    } else if has(&[
+        "short",
+        "brief",
+        "concise",
+        "long",
+        "detail",
+        "depth",
+        "deep",
+        "technical",
+        "advanced",
+        "simple",
+        "basic",
+        "thorough",
+        "length",
+        "quick",
+    ]) {
+        "content depth"
+    } else {
+        "explanation style"
+    }
 }
 
-#[derive(Deserialize, JsonSchema)]
-struct NeedDraft {
-    #[schemars(length(max = 3))]
-    emphasize: Vec<StatementDraft>,
-    #[schemars(length(max = 2))]
-    avoid: Vec<StatementDraft>,
+/// A constraint or preference said as a refusal ("dislikes crowds", "no subscription") is
+/// something to avoid.
+fn is_avoidance(text: &str) -> bool {
+    let padded = format!(" {} ", text.to_lowercase());
+    [
+        " avoid",
+        " dislike",
+        " hate",
+        " distrust",
+        " no ",
+        " not ",
+        " never ",
+        " doesn't ",
+        " does not ",
+        " don't ",
+        " do not ",
+        " without ",
+    ]
+    .iter()
+    .any(|cue| padded.contains(cue))
 }
 
-#[derive(Deserialize, JsonSchema)]
-struct DomainDraft {
-    fit: DomainFit,
-    reason: StatementDraft,
+/// One statement being assembled: its phrase (the best graded of those merged into it).
+struct Group {
+    phrase: Phrase,
+    sessions: Vec<i64>,
+    vector: Option<Vec<f32>>,
 }
 
-#[derive(Deserialize, JsonSchema)]
-struct ProfileDraft {
-    domain: DomainDraft,
-    need: NeedDraft,
-    #[schemars(length(max = 2))]
-    content_depth: Vec<StatementDraft>,
-    #[schemars(length(max = 2))]
-    tone: Vec<StatementDraft>,
-    #[schemars(length(max = 2))]
-    explanation_style: Vec<StatementDraft>,
-}
-
-/// Enough for the longest profile the grammar allows even at one token per character (a small
-/// model writing digits): 12 statements of at most 120 characters plus citations and keys.
-const MAX_TOKENS: u32 = 2000;
-
-/// Restricts every `sessions` array in `schema` to the numbers 1..=n (or to nothing).
-pub(crate) fn constrain_session_numbers(schema: &mut serde_json::Value, n: usize) {
-    match schema {
-        serde_json::Value::Object(map) => {
-            if let Some(serde_json::Value::Object(props)) = map.get_mut("properties") {
-                if let Some(sessions) = props.get_mut("sessions") {
-                    if n == 0 {
-                        sessions["maxItems"] = serde_json::json!(0);
-                        sessions["items"] = serde_json::json!({"type": "integer"});
-                    } else {
-                        let numbers: Vec<usize> = (1..=n).collect();
-                        sessions["items"] = serde_json::json!({"type": "integer", "enum": numbers});
-                    }
+/// Assembles the profile for `query` from the kept `phrases`.
+pub fn assemble(
+    query: &str,
+    phrases: &[Phrase],
+    embedder: Option<&dyn Embedder>,
+) -> Result<QueryProfile, ProfileError> {
+    let mut ordered: Vec<&Phrase> = phrases.iter().collect();
+    ordered.sort_by_key(|p| (std::cmp::Reverse(p.relevance), p.rank));
+    let vectors: Vec<Option<Vec<f32>>> = match embedder {
+        Some(e) if !ordered.is_empty() => {
+            let texts: Vec<&str> = ordered.iter().map(|p| p.text.as_str()).collect();
+            e.embed(&texts)
+                .map_err(|e| ProfileError::Invalid(format!("embedding: {e}")))?
+                .into_iter()
+                .map(Some)
+                .collect()
+        }
+        _ => vec![None; ordered.len()],
+    };
+    let mut groups: Vec<Group> = Vec::new();
+    for (phrase, vector) in ordered.into_iter().zip(vectors) {
+        let same = groups.iter_mut().find(|g| match (&g.vector, &vector) {
+            (Some(a), Some(b)) => cosine(a, b) >= MERGE_THRESHOLD,
+            _ => g.phrase.text.eq_ignore_ascii_case(&phrase.text),
+        });
+        match same {
+            Some(g) => {
+                if !g.sessions.contains(&phrase.session) {
+                    g.sessions.push(phrase.session);
                 }
             }
-            for v in map.values_mut() {
-                constrain_session_numbers(v, n);
-            }
+            None => groups.push(Group {
+                phrase: phrase.clone(),
+                sessions: vec![phrase.session],
+                vector,
+            }),
         }
-        serde_json::Value::Array(items) => {
-            for v in items {
-                constrain_session_numbers(v, n);
-            }
-        }
-        _ => {}
     }
-}
-
-/// Maps the model's session numbers (1-based, into `shown`) to store ids.
-fn resolve(draft: StatementDraft, shown: &[StoredSession]) -> Statement {
-    let mut sessions: Vec<i64> = draft
-        .sessions
-        .iter()
-        .filter_map(|&n| (n as usize).checked_sub(1).and_then(|i| shown.get(i)))
-        .map(|s| s.id)
-        .collect();
-    sessions.dedup();
-    Statement {
-        text: draft.text.split_whitespace().collect::<Vec<_>>().join(" "),
-        sessions,
-    }
-}
-
-/// Writes the query-aware profile from the selected sessions.
-pub fn generate(
-    llm: &dyn Llm,
-    query: &str,
-    shown: &[StoredSession],
-) -> Result<(QueryProfile, Usage, f64), ProfileError> {
-    let started = std::time::Instant::now();
-    let sessions = super::select::numbered(shown, 300);
-    let prompt = crate::prompts::render(
-        "profile_query_aware",
-        minijinja::context! { query, sessions },
-    )?;
-    let mut schema = crate::llm::schema_of::<ProfileDraft>();
-    constrain_session_numbers(&mut schema, shown.len());
-    let (draft, completion): (ProfileDraft, _) = crate::llm::complete_schema(
-        llm,
-        vec![crate::llm::Message::user(prompt)],
-        crate::llm::GenerationOptions::greedy(MAX_TOKENS),
-        schema,
-    )?
-    .into_pair()?;
-    let profile = QueryProfile {
+    groups.truncate(MAX_STATEMENTS);
+    let mut profile = QueryProfile {
         query: query.to_string(),
         domain: Domain {
-            fit: draft.domain.fit,
-            reason: resolve(draft.domain.reason, shown),
+            fit: DomainFit::Mixed,
+            reason: Statement {
+                text: DOMAIN_NOT_INFERRED.to_string(),
+                sessions: Vec::new(),
+            },
         },
-        need: Need {
-            emphasize: draft
-                .need
-                .emphasize
-                .into_iter()
-                .map(|d| resolve(d, shown))
-                .collect(),
-            avoid: draft
-                .need
-                .avoid
-                .into_iter()
-                .map(|d| resolve(d, shown))
-                .collect(),
-        },
-        content_depth: draft
-            .content_depth
-            .into_iter()
-            .map(|d| resolve(d, shown))
-            .collect(),
-        tone: draft.tone.into_iter().map(|d| resolve(d, shown)).collect(),
-        explanation_style: draft
-            .explanation_style
-            .into_iter()
-            .map(|d| resolve(d, shown))
-            .collect(),
+        need: Need::default(),
+        content_depth: Vec::new(),
+        tone: Vec::new(),
+        explanation_style: Vec::new(),
     };
-    Ok((profile, completion.usage, started.elapsed().as_secs_f64()))
+    for g in groups {
+        let statement = Statement {
+            text: g.phrase.text.clone(),
+            sessions: g.sessions,
+        };
+        let list = match g.phrase.kind {
+            PhraseKind::Presentation => match presentation_criterion(&statement.text) {
+                "tone" => &mut profile.tone,
+                "content depth" => &mut profile.content_depth,
+                _ => &mut profile.explanation_style,
+            },
+            _ if is_avoidance(&statement.text) => &mut profile.need.avoid,
+            _ => &mut profile.need.emphasize,
+        };
+        list.push(statement);
+    }
+    Ok(profile)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn phrase(session: i64, rank: usize, text: &str, kind: PhraseKind, relevance: u8) -> Phrase {
+        Phrase {
+            session,
+            rank,
+            text: text.to_string(),
+            kind,
+            relevance,
+        }
+    }
+
     #[test]
-    fn session_numbers_are_limited_to_what_was_shown() {
-        let mut schema = crate::llm::schema_of::<ProfileDraft>();
-        constrain_session_numbers(&mut schema, 2);
-        let text = schema.to_string();
-        assert!(text.contains(r#""enum":[1,2]"#), "{text}");
-        let mut none = crate::llm::schema_of::<ProfileDraft>();
-        constrain_session_numbers(&mut none, 0);
-        assert!(none.to_string().contains(r#""maxItems":0"#));
+    fn kinds_map_onto_criteria_and_each_statement_cites_its_session() {
+        let phrases = [
+            phrase(
+                10,
+                0,
+                "Recovering from a knee injury",
+                PhraseKind::Constraint,
+                3,
+            ),
+            phrase(
+                11,
+                1,
+                "Nurse on twelve-hour shifts",
+                PhraseKind::Background,
+                2,
+            ),
+            phrase(
+                12,
+                2,
+                "Doesn't want a monthly subscription",
+                PhraseKind::Preference,
+                3,
+            ),
+            phrase(
+                13,
+                3,
+                "Wants answers in bullet points",
+                PhraseKind::Presentation,
+                3,
+            ),
+            phrase(14, 4, "Keep it short", PhraseKind::Presentation, 2),
+            phrase(
+                15,
+                5,
+                "Honest opinions, not balanced lists of pros",
+                PhraseKind::Presentation,
+                2,
+            ),
+        ];
+        let p = assemble("Which shoes?", &phrases, None).unwrap();
+        let texts = |l: &[Statement]| l.iter().map(|s| s.text.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            texts(&p.need.emphasize),
+            [
+                "Recovering from a knee injury",
+                "Nurse on twelve-hour shifts"
+            ]
+        );
+        assert_eq!(
+            texts(&p.need.avoid),
+            ["Doesn't want a monthly subscription"]
+        );
+        // "lists" is a format cue but "honest" and "opinions" say register: format wins.
+        assert_eq!(
+            texts(&p.explanation_style),
+            [
+                "Wants answers in bullet points",
+                "Honest opinions, not balanced lists of pros"
+            ]
+        );
+        assert_eq!(texts(&p.content_depth), ["Keep it short"]);
+        assert!(
+            p.domain.reason.sessions.is_empty(),
+            "the domain rests on no session"
+        );
+        for (_, s) in p.statements().iter().skip(1) {
+            assert_eq!(s.sessions.len(), 1, "{s:?}");
+        }
+        assert_eq!(p.cited(), vec![10, 11, 12, 13, 14, 15]);
+    }
+
+    #[test]
+    fn duplicates_merge_citing_both_sessions_and_the_best_graded_come_first() {
+        let phrases = [
+            phrase(7, 3, "Budget under $300", PhraseKind::Constraint, 2),
+            phrase(5, 1, "Has a toddler", PhraseKind::Constraint, 3),
+            phrase(9, 0, "budget under $300", PhraseKind::Constraint, 3),
+        ];
+        let p = assemble("Which stroller?", &phrases, None).unwrap();
+        let got: Vec<(&str, &[i64])> = p
+            .need
+            .emphasize
+            .iter()
+            .map(|s| (s.text.as_str(), s.sessions.as_slice()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("budget under $300", &[9, 7][..]),
+                ("Has a toddler", &[5][..])
+            ]
+        );
+    }
+
+    #[test]
+    fn at_most_six_statements() {
+        let phrases: Vec<Phrase> = (0..10)
+            .map(|i| {
+                phrase(
+                    i,
+                    i as usize,
+                    &format!("Constraint number {i}"),
+                    PhraseKind::Constraint,
+                    3,
+                )
+            })
+            .collect();
+        let p = assemble("q", &phrases, None).unwrap();
+        assert_eq!(p.need.emphasize.len(), MAX_STATEMENTS);
+        assert_eq!(p.cited(), vec![0, 1, 2, 3, 4, 5]);
     }
 }

@@ -1,22 +1,23 @@
 //! Selection: which retrieved sessions carry signals that would change the answer to this
-//! query (BESPOKE Table 22). The LLM judges candidates in small batches with grammar-constrained
-//! output whose session numbers can only name sessions of that batch; a cheaper mode keeps the
-//! candidates whose embedding is close enough to the query.
+//! query (BESPOKE Table 22). The model is asked about every candidate, one session per call
+//! ([`super::extract`]): a session is kept when it yields a phrase about the user. A cheaper
+//! mode first drops the candidates whose embedding is not close enough to the query.
 
 use serde::{Deserialize, Serialize};
 
 use super::ProfileError;
 use crate::embed::Embedder;
 use crate::history::{Filter, History, Kind, SearchMode, StoredSession};
-use crate::llm::{Llm, Usage};
+use crate::llm::Usage;
 
-/// How candidates are judged.
+/// Which candidates the model is asked about.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "lowercase")]
 pub enum Selection {
-    /// LLM relevance judgments, `batch` sessions per call.
+    /// Every candidate, one extraction call each. `batch` is kept for settings and cached
+    /// profiles written before extraction replaced batch judging; it no longer matters.
     Llm { batch: usize },
-    /// Keep candidates whose best chunk has cosine similarity ≥ `min_similarity` with the query.
+    /// Only candidates whose best chunk has cosine similarity ≥ `min_similarity` with the query.
     Embedding { min_similarity: f32 },
 }
 
@@ -30,17 +31,22 @@ impl Default for Selection {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Kept {
     pub id: i64,
-    /// The signal it carries, in a few words.
+    /// The phrase it yielded about the user.
     pub signal: String,
-    /// Indirectly related, but a decision-changing constraint.
+    /// Indirectly related, but a decision-changing constraint (from batch judging; extraction
+    /// does not tell this apart and leaves it false).
     pub adjacent: bool,
 }
 
 /// The selection's result and cost.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Selected {
+    /// Sessions that yielded a phrase, in retrieval order.
     pub kept: Vec<Kept>,
+    /// Sessions the model was asked about.
     pub judged: usize,
+    /// Model use of the selection itself (none: the extraction calls are counted as
+    /// generation).
     pub usage: Usage,
     pub seconds: f64,
 }
@@ -75,134 +81,38 @@ pub(crate) fn numbered(sessions: &[StoredSession], max_chars: usize) -> Vec<serd
         .collect()
 }
 
-#[derive(Deserialize)]
-struct Judgement {
-    decisions: Vec<Decision>,
-}
-
-#[derive(Deserialize)]
-struct Decision {
-    keep: bool,
-    signal: String,
-    adjacent: bool,
-}
-
-/// The output schema for a batch of `n` sessions: exactly one decision per session, in the
-/// order they were listed. Asking for a verdict on every session (as BESPOKE judges each one)
-/// keeps a small model from answering with an empty list by default.
-fn judgement_schema(n: usize) -> serde_json::Value {
-    serde_json::json!({
-        "type": "object",
-        "properties": {
-            "decisions": {
-                "type": "array",
-                "minItems": n,
-                "maxItems": n,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "keep": {"type": "boolean"},
-                        "signal": {"type": "string", "maxLength": 60},
-                        "adjacent": {"type": "boolean"}
-                    },
-                    "required": ["keep", "signal", "adjacent"],
-                    "additionalProperties": false
-                }
-            }
-        },
-        "required": ["decisions"],
-        "additionalProperties": false
-    })
-}
-
-/// Judges `candidates` (already loaded, in retrieval order) for `query`.
-pub fn select(
-    llm: Option<&dyn Llm>,
+/// The candidates (already loaded, in retrieval order) the model is asked about: all of them,
+/// or under [`Selection::Embedding`] those close enough to `query`.
+pub fn prefilter(
     history: &mut History,
     embedder: Option<(&dyn Embedder, &str)>,
     query: &str,
-    candidates: &[StoredSession],
+    candidates: Vec<StoredSession>,
     selection: Selection,
-) -> Result<Selected, ProfileError> {
-    let started = std::time::Instant::now();
-    let mut out = Selected {
-        judged: candidates.len(),
-        ..Selected::default()
+) -> Result<Vec<StoredSession>, ProfileError> {
+    let Selection::Embedding { min_similarity } = selection else {
+        return Ok(candidates);
     };
-    match selection {
-        Selection::Embedding { min_similarity } => {
-            let Some(embedder) = embedder else {
-                return Err(ProfileError::Invalid(
-                    "embedding-only selection needs the embedding model".into(),
-                ));
-            };
-            // Cosine similarity of each candidate's best chunk, from the vector index.
-            let scored = history.search(
-                query,
-                &Filter::default(),
-                candidates.len().max(1) * 50,
-                SearchMode::Vector,
-                Some(embedder),
-            )?;
-            for c in candidates {
-                if let Some(hit) = scored.iter().find(|h| h.id == c.id) {
-                    if hit.score >= min_similarity {
-                        out.kept.push(Kept {
-                            id: c.id,
-                            signal: format!("similarity {:.2}", hit.score),
-                            adjacent: false,
-                        });
-                    }
-                }
-            }
-        }
-        Selection::Llm { batch } => {
-            let Some(llm) = llm else {
-                return Err(ProfileError::Invalid(
-                    "LLM selection needs a chat model".into(),
-                ));
-            };
-            for chunk in candidates.chunks(batch.max(1)) {
-                let sessions = numbered(chunk, 300);
-                let prompt = crate::prompts::render(
-                    "profile_select",
-                    minijinja::context! { query, sessions },
-                )?;
-                let (judgement, completion): (Judgement, _) = crate::llm::complete_schema(
-                    llm,
-                    vec![crate::llm::Message::user(prompt)],
-                    crate::llm::GenerationOptions::greedy(40 * chunk.len() as u32 + 32),
-                    judgement_schema(chunk.len()),
-                )?
-                .into_pair()?;
-                out.usage += completion.usage;
-                // The grammar allows exactly one decision per listed session; zipping keeps
-                // that true for any backend: extra decisions name no session.
-                for (d, s) in judgement.decisions.iter().zip(chunk) {
-                    if !d.keep || out.kept.iter().any(|kept| kept.id == s.id) {
-                        continue;
-                    }
-                    out.kept.push(Kept {
-                        id: s.id,
-                        signal: d.signal.trim().to_string(),
-                        adjacent: d.adjacent,
-                    });
-                }
-            }
-        }
-    }
-    out.seconds = started.elapsed().as_secs_f64();
-    Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn schema_asks_for_one_decision_per_session() {
-        let schema = judgement_schema(3);
-        assert_eq!(schema["properties"]["decisions"]["minItems"], 3);
-        assert_eq!(schema["properties"]["decisions"]["maxItems"], 3);
-    }
+    let Some(embedder) = embedder else {
+        return Err(ProfileError::Invalid(
+            "embedding-only selection needs the embedding model".into(),
+        ));
+    };
+    // Cosine similarity of each candidate's best chunk, from the vector index.
+    let scored = history.search(
+        query,
+        &Filter::default(),
+        candidates.len().max(1) * 50,
+        SearchMode::Vector,
+        Some(embedder),
+    )?;
+    Ok(candidates
+        .into_iter()
+        .filter(|c| {
+            scored
+                .iter()
+                .find(|h| h.id == c.id)
+                .is_some_and(|h| h.score >= min_similarity)
+        })
+        .collect())
 }

@@ -1,0 +1,752 @@
+//! Profile by extraction: one short call per candidate session asks what that session says
+//! about this user that would change the answer to the query. The answer is one phrase (or
+//! "nothing") with a kind and a relevance grade; code then refuses what a small model gets
+//! wrong: empty and "nothing" answers, low grades, restatements of the question, debris,
+//! phrases that use no word of the session, and generic phrasings that fit anyone (an embedding
+//! check against `prompts/profile_generic.txt`, as clarification refuses generic aspects).
+//!
+//! A session's phrase cites that session only, so a profile statement can never rest on a
+//! session it did not come from. The prompt keeps its fixed instructions first and the query
+//! and session last, so consecutive calls share the cached prefix.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::select::session_line;
+use super::ProfileError;
+use crate::embed::{cosine, Embedder};
+use crate::history::StoredSession;
+use crate::llm::{GenerationOptions, Llm, Message, Usage};
+
+/// Generic phrasings, one a line (`#` comments).
+const GENERIC_FILE: &str = include_str!("../../prompts/profile_generic.txt");
+
+/// The generic phrasings a phrase is compared with.
+pub fn generic_phrases() -> Vec<&'static str> {
+    GENERIC_FILE
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect()
+}
+
+/// A phrase whose all-MiniLM-L6-v2 cosine to some generic phrasing reaches this is refused.
+/// Measured in `tests/profile.rs` on 12 generic paraphrases (not in the list word for word) and
+/// 26 specific phrases (the quality evaluation's planted needs among them): generic ones score
+/// 0.59 and above, specific ones at most 0.48 ("wants short answers in bullet points"). 0.55
+/// sits a little nearer the generic side, since refusing a specific phrase costs more than
+/// keeping a vague one.
+pub const GENERIC_THRESHOLD: f32 = 0.55;
+
+/// A phrase this close to the query restates it rather than saying something about the user.
+pub const QUESTION_THRESHOLD: f32 = 0.80;
+
+/// Phrases this close are one statement (their sessions united).
+pub const MERGE_THRESHOLD: f32 = 0.85;
+
+/// The lowest relevance grade kept: 2 = "probably changes the answer".
+pub const MIN_RELEVANCE: u8 = 2;
+
+/// The grammar's cap on a phrase; a phrase that reaches it was cut off.
+const MAX_PHRASE_CHARS: usize = 90;
+const MIN_PHRASE_CHARS: usize = 4;
+/// A phrase (at most 90 characters) with its kind and grade is about 40 tokens; the rest is
+/// slack for a tokenizer that splits the phrase finely.
+const MAX_TOKENS: u32 = 80;
+/// How much of a session the model sees.
+const SESSION_CHARS: usize = 400;
+
+/// What a phrase is about; decides where it goes in the profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PhraseKind {
+    /// Budget, time, health, equipment, space, location, family.
+    Constraint,
+    /// Job, skill, experience.
+    Background,
+    /// Likes, dislikes, earlier choices.
+    Preference,
+    /// How answers should look: length, format, tone, depth.
+    Presentation,
+}
+
+/// One kept phrase and the session it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Phrase {
+    pub session: i64,
+    /// The session's place in retrieval order (0 = best).
+    pub rank: usize,
+    pub text: String,
+    pub kind: PhraseKind,
+    pub relevance: u8,
+}
+
+/// The extraction's result and cost.
+#[derive(Debug, Clone, Default)]
+pub struct Extracted {
+    pub phrases: Vec<Phrase>,
+    /// Sessions asked about.
+    pub asked: usize,
+    /// Calls made again after a format rule was broken.
+    pub retries: usize,
+    pub usage: Usage,
+    pub seconds: f64,
+}
+
+/// What the model fills in, in the order of thought: the phrase before its grade.
+#[derive(Debug, Clone, Deserialize)]
+struct Answer {
+    about_user: String,
+    kind: PhraseKind,
+    relevance: u8,
+}
+
+fn answer_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "about_user": {"type": "string", "minLength": 1, "maxLength": MAX_PHRASE_CHARS},
+            "kind": {"type": "string", "enum": ["constraint", "background", "preference", "presentation"]},
+            "relevance": {"type": "integer", "enum": [0, 1, 2, 3]}
+        },
+        "required": ["about_user", "kind", "relevance"],
+        "additionalProperties": false
+    })
+}
+
+/// What the checks make of one answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Kept, normalised.
+    Keep(String),
+    /// Nothing usable; asking again would not help.
+    Drop(String),
+    /// A format rule was broken: worth asking once more, with this reason.
+    Retry(String),
+}
+
+/// Words that carry no content of their own, including the verbs every phrase about a user
+/// starts with ("wants", "prefers").
+const STOPWORDS: &[&str] = &[
+    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
+    "been", "but", "by", "can", "could", "do", "does", "for", "from", "get", "had", "has", "have",
+    "he", "her", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "like", "likes",
+    "me", "more", "most", "my", "need", "needs", "no", "not", "of", "on", "or", "our", "prefer",
+    "prefers", "she", "should", "so", "some", "than", "that", "the", "their", "them", "they",
+    "this", "to", "user", "very", "want", "wants", "was", "we", "what", "when", "where", "which",
+    "who", "why", "will", "with", "would", "you", "your",
+];
+
+/// Content words, lower-cased and lightly stemmed so "shoes" meets "shoe".
+fn content_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '$'))
+        .map(str::to_lowercase)
+        .filter(|w| !w.is_empty() && !STOPWORDS.contains(&w.as_str()))
+        .filter(|w| w.chars().count() >= 2 || w.chars().all(|c| c.is_ascii_digit()))
+        .map(|w| stem(&w))
+        .collect()
+}
+
+fn stem(w: &str) -> String {
+    if let Some(s) = w.strip_suffix("ies").filter(|s| s.chars().count() >= 2) {
+        return format!("{s}y");
+    }
+    match w.strip_suffix('s') {
+        Some(s) if !s.ends_with('s') && s.chars().count() >= 3 => s.to_string(),
+        _ => w.to_string(),
+    }
+}
+
+/// Trimmed, whitespace collapsed, first letter upper-case, no trailing full stop.
+pub fn normalise(phrase: &str) -> String {
+    let text = phrase.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = text.trim_end_matches(['.', ';', ',']).trim();
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// "nothing", "none", "n/a" and their kin: the model saying the session has no signal.
+fn says_nothing(phrase: &str) -> bool {
+    let p: String = phrase
+        .to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '/' {
+                c
+            } else {
+                ' '
+            }
+        })
+        .collect();
+    let p = p.split_whitespace().collect::<Vec<_>>().join(" ");
+    const EXACT: &[&str] = &[
+        "", "n/a", "na", "no", "nil", "null", "unknown", "empty", "-",
+    ];
+    const STARTS: &[&str] = &[
+        "nothing",
+        "none",
+        "n/a",
+        "no information",
+        "no relevant",
+        "no signal",
+        "no mention",
+        "not mentioned",
+        "not relevant",
+        "irrelevant",
+        "unrelated",
+        "not applicable",
+    ];
+    const CONTAINS: &[&str] = &[
+        "says nothing",
+        "nothing about",
+        "not related",
+        "no information",
+        "does not say",
+        "doesn t say",
+        "not mention",
+    ];
+    EXACT.contains(&p.as_str())
+        || STARTS.iter().any(|s| p.starts_with(s))
+        || CONTAINS.iter().any(|s| p.contains(s))
+}
+
+/// Characters a phrase about a person never needs: JSON, markup and code debris.
+fn debris(phrase: &str) -> Option<char> {
+    phrase.chars().find(|c| {
+        matches!(
+            c,
+            '{' | '}' | '[' | ']' | '"' | '<' | '>' | '`' | '*' | '#' | '|' | '\\'
+        )
+    })
+}
+
+/// Content words of the prompt's example answers: a small model tends to copy an example
+/// instead of reading the item, so a phrase using them where the item does not is refused.
+fn example_words() -> HashSet<String> {
+    let prompt = crate::prompts::render(
+        "profile_extract",
+        minijinja::context! { query => "", session => "" },
+    )
+    .unwrap_or_default();
+    prompt
+        .split("\"about_user\": \"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .filter(|phrase| !says_nothing(phrase))
+        .flat_map(content_words)
+        .collect()
+}
+
+/// The checks for one query: the query and the generic phrasings embedded once.
+pub struct Checks<'a> {
+    embedder: Option<&'a dyn Embedder>,
+    example_words: HashSet<String>,
+    query_words: HashSet<String>,
+    query_vec: Option<Vec<f32>>,
+    generic: Vec<Vec<f32>>,
+}
+
+impl<'a> Checks<'a> {
+    /// Without an embedder the word checks still run; the generic and restatement checks by
+    /// embedding do not.
+    pub fn new(embedder: Option<&'a dyn Embedder>, query: &str) -> Result<Self, ProfileError> {
+        let (query_vec, generic) = match embedder {
+            Some(e) => {
+                let mut texts = vec![query];
+                texts.extend(generic_phrases());
+                let mut vectors = e.embed(&texts).map_err(embed_error)?.into_iter();
+                (vectors.next(), vectors.collect())
+            }
+            None => (None, Vec::new()),
+        };
+        Ok(Self {
+            embedder,
+            example_words: example_words(),
+            query_words: content_words(query).into_iter().collect(),
+            query_vec,
+            generic,
+        })
+    }
+
+    /// The highest cosine of `phrase` to a generic phrasing (0 without an embedder).
+    pub fn genericness(&self, phrase: &str) -> Result<f32, ProfileError> {
+        let Some(e) = self.embedder else {
+            return Ok(0.0);
+        };
+        let v = e.embed(&[phrase]).map_err(embed_error)?.remove(0);
+        Ok(self.genericness_of(&v))
+    }
+
+    fn genericness_of(&self, v: &[f32]) -> f32 {
+        self.generic
+            .iter()
+            .map(|g| cosine(v, g))
+            .fold(f32::MIN, f32::max)
+            .max(0.0)
+    }
+
+    /// Judges the model's `answer` for the session shown as `session_text`.
+    fn check(&self, answer: &Answer, session_text: &str) -> Result<Verdict, ProfileError> {
+        let raw = answer.about_user.trim();
+        if says_nothing(raw) {
+            return Ok(Verdict::Drop("nothing".into()));
+        }
+        if answer.relevance < MIN_RELEVANCE {
+            return Ok(Verdict::Drop(format!("relevance {}", answer.relevance)));
+        }
+        if let Some(c) = debris(raw) {
+            return Ok(Verdict::Retry(format!(
+                "it contains the character {c}; write plain words"
+            )));
+        }
+        if raw.chars().count() >= MAX_PHRASE_CHARS {
+            return Ok(Verdict::Retry(
+                "it is too long; write at most twelve words".into(),
+            ));
+        }
+        let text = normalise(raw);
+        if text.chars().count() < MIN_PHRASE_CHARS {
+            return Ok(Verdict::Drop("too short".into()));
+        }
+        let words = content_words(&text);
+        if words.is_empty() {
+            return Ok(Verdict::Drop("no content words".into()));
+        }
+        let from_query = words
+            .iter()
+            .filter(|w| self.query_words.contains(*w))
+            .count();
+        if from_query * 3 >= words.len() * 2 {
+            return Ok(Verdict::Retry(
+                "it repeats the question; say what the item tells about the user".into(),
+            ));
+        }
+        let session_words: HashSet<String> = content_words(session_text).into_iter().collect();
+        if words
+            .iter()
+            .any(|w| self.example_words.contains(w) && !session_words.contains(w))
+        {
+            return Ok(Verdict::Retry(
+                "it copies the example instead of reading the item".into(),
+            ));
+        }
+        let from_session = words.iter().filter(|w| session_words.contains(*w)).count();
+        if from_session == 0 {
+            return Ok(Verdict::Retry(
+                "it uses no word of the item; copy the user's own words".into(),
+            ));
+        }
+        // Most of a phrase should come from the item: the rest is the model's own invention.
+        if from_session * 3 < words.len() {
+            return Ok(Verdict::Retry(
+                "most of its words are not in the item; copy the user's own words".into(),
+            ));
+        }
+        if let Some(e) = self.embedder {
+            let v = e.embed(&[&text]).map_err(embed_error)?.remove(0);
+            if let Some(q) = &self.query_vec {
+                if cosine(&v, q) >= QUESTION_THRESHOLD {
+                    return Ok(Verdict::Retry(
+                        "it repeats the question; say what the item tells about the user".into(),
+                    ));
+                }
+            }
+            let generic = self.genericness_of(&v);
+            if generic >= GENERIC_THRESHOLD {
+                return Ok(Verdict::Drop(format!("generic ({generic:.2})")));
+            }
+        }
+        Ok(Verdict::Keep(text))
+    }
+}
+
+fn embed_error(e: crate::embed::EmbedError) -> ProfileError {
+    ProfileError::Invalid(format!("embedding: {e}"))
+}
+
+/// Asks about each of `sessions` (in retrieval order) what it says about the user that would
+/// change the answer to `query`, and keeps the phrases that pass the checks.
+pub fn extract(
+    llm: &dyn Llm,
+    embedder: Option<&dyn Embedder>,
+    query: &str,
+    sessions: &[StoredSession],
+) -> Result<Extracted, ProfileError> {
+    let started = Instant::now();
+    let checks = Checks::new(embedder, query)?;
+    let mut out = Extracted {
+        asked: sessions.len(),
+        ..Extracted::default()
+    };
+    for (rank, s) in sessions.iter().enumerate() {
+        let session = session_line(s, SESSION_CHARS);
+        let prompt =
+            crate::prompts::render("profile_extract", minijinja::context! { query, session })?;
+        let mut note = String::new();
+        for attempt in 0..2 {
+            let reply = crate::llm::complete_schema::<Answer>(
+                llm,
+                vec![Message::user(format!("{prompt}{note}"))],
+                GenerationOptions::greedy(MAX_TOKENS),
+                answer_schema(),
+            )?;
+            out.usage += reply.completion.usage;
+            // An unusable answer (cut off, unparsable) costs this session its phrase, not the
+            // profile its other sessions.
+            let answer = match reply.parsed {
+                Ok(answer) => answer,
+                Err(e) => {
+                    tracing::debug!(session = s.id, error = %e, "no profile phrase");
+                    break;
+                }
+            };
+            match checks.check(&answer, &session)? {
+                Verdict::Keep(text) => {
+                    tracing::debug!(session = s.id, %text, relevance = answer.relevance, "profile phrase");
+                    out.phrases.push(Phrase {
+                        session: s.id,
+                        rank,
+                        text,
+                        kind: answer.kind,
+                        relevance: answer.relevance,
+                    });
+                    break;
+                }
+                Verdict::Drop(why) => {
+                    tracing::debug!(session = s.id, phrase = %answer.about_user, %why, "no profile phrase");
+                    break;
+                }
+                Verdict::Retry(why) => {
+                    tracing::debug!(session = s.id, phrase = %answer.about_user, %why, attempt, "profile phrase refused");
+                    if attempt == 0 {
+                        out.retries += 1;
+                        // Appended, so the retry shares the whole first prompt as its prefix.
+                        note = format!(
+                            "\n\nYour answer \"{}\" was rejected because {why}. Answer again.",
+                            answer.about_user.trim()
+                        );
+                    }
+                }
+            }
+        }
+    }
+    out.seconds = started.elapsed().as_secs_f64();
+    Ok(out)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_and_its_kin_say_nothing() {
+        for p in [
+            "nothing",
+            "Nothing.",
+            "none",
+            "N/A",
+            "",
+            "nothing relevant",
+            "The item says nothing about the user",
+            "not related to the question",
+        ] {
+            assert!(says_nothing(p), "{p}");
+        }
+        for p in [
+            "recovering from a knee injury",
+            "budget under $300",
+            "has no car",
+        ] {
+            assert!(!says_nothing(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn phrases_are_normalised() {
+        assert_eq!(normalise("  budget   under $300. "), "Budget under $300");
+        assert_eq!(normalise("ölfarbe"), "Ölfarbe");
+    }
+
+    #[test]
+    fn words_are_stemmed_and_stopwords_dropped() {
+        assert_eq!(
+            content_words("She wants cushioned shoes, under $120"),
+            vec!["cushioned", "shoe", "under", "$120"]
+        );
+    }
+
+    #[test]
+    fn the_schema_asks_for_the_phrase_before_its_grade() {
+        let schema = answer_schema().to_string();
+        let (a, k, r) = (
+            schema.find("about_user").unwrap(),
+            schema.find("\"kind\"").unwrap(),
+            schema.find("\"relevance\"").unwrap(),
+        );
+        // Declared in the order of thought; serde_json without `preserve_order` sorts keys,
+        // which for these names is the same order.
+        assert!(a < k && k < r, "{schema}");
+        assert!(schema.contains(r#""maxLength":90"#), "{schema}");
+    }
+
+    use std::sync::Mutex;
+
+    use crate::history::{HistorySource, Kind, Session, Turn};
+    use crate::llm::{CancelToken, Completion, FinishReason, LlmError, Request, Timing};
+
+    /// Answers each prompt with the next scripted reply, and keeps the prompts.
+    struct Scripted {
+        answers: Box<dyn Fn(&str) -> String + Send + Sync>,
+        prompts: Mutex<Vec<String>>,
+    }
+
+    impl Scripted {
+        fn new(answers: impl Fn(&str) -> String + Send + Sync + 'static) -> Self {
+            Self {
+                answers: Box::new(answers),
+                prompts: Mutex::new(Vec::new()),
+            }
+        }
+        fn prompts(&self) -> Vec<String> {
+            self.prompts.lock().unwrap().clone()
+        }
+    }
+
+    impl Llm for Scripted {
+        fn model_name(&self) -> &str {
+            "scripted"
+        }
+        fn complete(
+            &self,
+            request: &Request,
+            _on_text: &mut dyn FnMut(&str),
+            _cancel: &CancelToken,
+        ) -> Result<Completion, LlmError> {
+            let prompt = request.messages.last().unwrap().content.clone();
+            self.prompts.lock().unwrap().push(prompt.clone());
+            Ok(Completion {
+                text: (self.answers)(&prompt),
+                usage: Usage {
+                    prompt_tokens: 200,
+                    cached_tokens: 0,
+                    generated_tokens: 20,
+                    calls: 1,
+                },
+                timing: Timing::default(),
+                finish: FinishReason::Stop,
+            })
+        }
+    }
+
+    fn reply(phrase: &str, kind: &str, relevance: u8) -> String {
+        serde_json::json!({"about_user": phrase, "kind": kind, "relevance": relevance}).to_string()
+    }
+
+    pub(crate) fn search(id: i64, text: &str) -> StoredSession {
+        StoredSession {
+            id,
+            session: Session {
+                source: HistorySource::GoogleSearch,
+                kind: Kind::Search,
+                title: text.to_string(),
+                url: None,
+                external_id: None,
+                started_at: None,
+                time_note: None,
+                turns: vec![Turn::user(text, None)],
+            },
+            content_hash: String::new(),
+            origin: String::new(),
+            imported_at: chrono::Utc::now(),
+        }
+    }
+
+    /// Words hashed into buckets: texts sharing words are similar.
+    struct BagOfWords;
+
+    impl Embedder for BagOfWords {
+        fn dimensions(&self) -> usize {
+            1024
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, crate::embed::EmbedError> {
+            Ok(texts
+                .iter()
+                .map(|t| {
+                    let mut v = vec![0f32; 1024];
+                    for w in t.to_lowercase().split(|c: char| !c.is_alphanumeric()) {
+                        if w.len() > 2 {
+                            let h = w
+                                .bytes()
+                                .fold(7u64, |h, b| h.wrapping_mul(31) + u64::from(b));
+                            v[(h % 1024) as usize] += 1.0;
+                        }
+                    }
+                    v
+                })
+                .collect())
+        }
+    }
+
+    const QUERY: &str = "Which running shoes should I buy for my first half marathon?";
+
+    #[test]
+    fn nothing_and_low_grades_yield_no_phrase_and_no_retry() {
+        let llm = Scripted::new(|p| {
+            if p.contains("pasta") {
+                reply("nothing", "preference", 0)
+            } else if p.contains("weather") {
+                reply("checks the weather forecast", "preference", 1)
+            } else {
+                reply("recovering from patellofemoral knee pain", "constraint", 3)
+            }
+        });
+        let sessions = [
+            search(1, "vegan pasta recipes"),
+            search(2, "patellofemoral knee pain return to jogging"),
+            search(3, "weather forecast weekend"),
+        ];
+        let out = extract(&llm, None, QUERY, &sessions).unwrap();
+        assert_eq!(llm.prompts().len(), 3, "one call per session, no retries");
+        assert_eq!(out.retries, 0);
+        assert_eq!(out.usage.calls, 3);
+        assert_eq!(
+            out.phrases,
+            [Phrase {
+                session: 2,
+                rank: 1,
+                text: "Recovering from patellofemoral knee pain".into(),
+                kind: PhraseKind::Constraint,
+                relevance: 3,
+            }]
+        );
+    }
+
+    #[test]
+    fn generic_phrases_are_refused() {
+        let llm = Scripted::new(|_| reply("wants accurate information", "preference", 3));
+        let sessions = [search(4, "accurate information about shoes")];
+        let out = extract(&llm, Some(&BagOfWords), QUERY, &sessions).unwrap();
+        assert!(out.phrases.is_empty(), "{:?}", out.phrases);
+        assert_eq!(out.retries, 0, "a generic phrase is dropped, not retried");
+        // The same answer passes without the generic check: the embedding check refused it.
+        let out = extract(&llm, None, QUERY, &sessions).unwrap();
+        assert_eq!(out.phrases.len(), 1);
+    }
+
+    #[test]
+    fn a_broken_format_is_retried_once_with_the_reason() {
+        let llm = Scripted::new(|p| {
+            if p.contains("was rejected because") {
+                reply("budget of 120 dollars", "constraint", 3)
+            } else {
+                reply("{\"budget\": 120}", "constraint", 3)
+            }
+        });
+        let sessions = [search(
+            5,
+            "I set aside 120 dollars for sports gear this month",
+        )];
+        let out = extract(&llm, None, QUERY, &sessions).unwrap();
+        let prompts = llm.prompts();
+        assert_eq!(prompts.len(), 2);
+        assert!(
+            prompts[1].starts_with(&prompts[0]),
+            "the retry shares the first prompt"
+        );
+        assert!(prompts[1].contains("the character {"), "{}", prompts[1]);
+        assert_eq!(out.retries, 1);
+        assert_eq!(out.phrases[0].text, "Budget of 120 dollars");
+
+        // A second failure yields nothing, after exactly two calls.
+        let stubborn =
+            Scripted::new(|_| reply("running shoes for my first half marathon", "preference", 3));
+        let out = extract(&stubborn, None, QUERY, &sessions).unwrap();
+        assert_eq!(stubborn.prompts().len(), 2);
+        assert!(stubborn.prompts()[1].contains("repeats the question"));
+        assert!(out.phrases.is_empty());
+    }
+
+    #[test]
+    fn an_unusable_answer_costs_only_its_session() {
+        let llm = Scripted::new(|p| {
+            if p.contains("calculator") {
+                "{\"about_user\": \"cut of".to_string()
+            } else {
+                reply("budget of 120 dollars", "constraint", 3)
+            }
+        });
+        let sessions = [
+            search(1, "marathon pace calculator"),
+            search(2, "120 dollars for sports gear"),
+        ];
+        let out = extract(&llm, None, QUERY, &sessions).unwrap();
+        assert_eq!(
+            out.usage.calls, 2,
+            "the failed call is counted, not repeated"
+        );
+        assert_eq!(out.phrases.len(), 1);
+        assert_eq!(out.phrases[0].session, 2);
+    }
+
+    #[test]
+    fn a_phrase_must_use_a_word_of_its_session() {
+        let llm = Scripted::new(|_| reply("has a toddler", "constraint", 3));
+        let out = extract(&llm, None, QUERY, &[search(6, "marathon pace calculator")]).unwrap();
+        assert!(out.phrases.is_empty());
+        assert!(llm.prompts()[1].contains("uses no word of the item"));
+    }
+
+    #[test]
+    fn copying_the_prompt_example_is_refused() {
+        let words = example_words();
+        assert!(
+            words.contains("sodium") && !words.contains("nothing"),
+            "{words:?}"
+        );
+        let llm =
+            Scripted::new(|_| reply("has high blood pressure, trains tactics", "constraint", 3));
+        let out = extract(&llm, None, QUERY, &[search(7, "chess tactics trainer")]).unwrap();
+        assert!(out.phrases.is_empty());
+        assert!(
+            llm.prompts()[1].contains("copies the example"),
+            "{}",
+            llm.prompts()[1]
+        );
+        // The example's words are fine where the item has them.
+        let llm = Scripted::new(|_| reply("has high blood pressure", "constraint", 3));
+        let out = extract(
+            &llm,
+            None,
+            QUERY,
+            &[search(8, "running with high blood pressure")],
+        )
+        .unwrap();
+        assert_eq!(out.phrases.len(), 1);
+    }
+
+    #[test]
+    fn the_prompt_puts_the_fixed_part_first() {
+        let a = crate::prompts::render(
+            "profile_extract",
+            minijinja::context! { query => "q one", session => "Searched: a" },
+        )
+        .unwrap();
+        let b = crate::prompts::render(
+            "profile_extract",
+            minijinja::context! { query => "q two", session => "Searched: b" },
+        )
+        .unwrap();
+        let shared = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+        assert!(
+            shared + 40 > a.chars().count(),
+            "only the tail differs: {shared} of {}",
+            a.len()
+        );
+        assert!(a.ends_with("Item: Searched: a"), "{a}");
+    }
+}
