@@ -32,6 +32,10 @@ const TEMPLATES: &[(&str, &str)] = &[
     ),
     ("research_node", include_str!("../prompts/research_node.md")),
     (
+        "research_node_retry",
+        include_str!("../prompts/research_node_retry.md"),
+    ),
+    (
         "research_align",
         include_str!("../prompts/research_align.md"),
     ),
@@ -112,10 +116,12 @@ mod tests {
             completed => "(none)", messages => "1. focus on cost", gaps => true,
         };
         for (name, _) in super::TEMPLATES {
-            // The clarify_ templates are covered by `clarify::tests`.
+            // The clarify_ templates are covered by `clarify::tests`; the node's retry is a
+            // follow-up message in the node prompt's conversation (`node::tests`).
             if name.starts_with("profile_")
                 || name.starts_with("ask_")
                 || name.starts_with("clarify_")
+                || *name == "research_node_retry"
             {
                 continue;
             }

@@ -329,3 +329,33 @@ fn unfinished_model_output_loses_a_step_not_the_run() {
     assert!(outcome.learnings.is_empty());
     assert!(outcome.report.markdown.contains("No evidence"));
 }
+
+#[test]
+fn off_topic_follow_ups_are_never_planned() {
+    let llm = ScriptedLlm::new();
+    let (outcome, events) = run(&llm, settings(2, 2, 1.0), &mut NeverAsk);
+    // The model proposed it at every node that plans …
+    let proposed = events
+        .iter()
+        .filter(|e| match e {
+            Event::NodeResearched { follow_ups, .. } => {
+                follow_ups.iter().any(|f| f.question.contains("football"))
+            }
+            _ => false,
+        })
+        .count();
+    assert!(proposed >= 1);
+    // … with the highest confidence, yet it is never a candidate nor a node.
+    for e in &events {
+        if let Event::CandidatesSelected { candidates, .. } = e {
+            assert!(!candidates.is_empty());
+            assert!(candidates.iter().all(|c| !c.question.contains("football")));
+        }
+    }
+    assert!(outcome.tree.nodes.len() > 1);
+    assert!(outcome
+        .tree
+        .nodes
+        .iter()
+        .all(|n| !n.question.contains("football")));
+}

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use research::scripted::{BagOfWords, MemorySource, ScriptedLlm};
+use research::scripted::{stable_number, BagOfWords, MemorySource, ScriptedLlm};
 use rudder::clarify::ClarifyAnswer;
 use rudder::research::events::{Collect, Envelope};
 use rudder::research::interaction::ScriptedClarification;
@@ -50,8 +50,26 @@ fn run_with(
     journal: &mut dyn Journal,
     log: &[Envelope],
 ) -> (Outcome, Vec<Envelope>) {
+    run_over(
+        MemorySource::tea(),
+        llm,
+        settings,
+        interaction,
+        journal,
+        log,
+    )
+}
+
+fn run_over(
+    source: MemorySource,
+    llm: &ScriptedLlm,
+    settings: ResearchSettings,
+    interaction: &mut dyn Interaction,
+    journal: &mut dyn Journal,
+    log: &[Envelope],
+) -> (Outcome, Vec<Envelope>) {
     let mut sources = Sources::new();
-    sources.push(Box::new(MemorySource::tea()));
+    sources.push(Box::new(source));
     let mut events = Collect::default();
     let outcome = Researcher {
         llm,
@@ -214,29 +232,83 @@ fn a_message_that_arrives_during_reflection_waits_for_the_next() {
     assert!(journal.steering().iter().all(|(_, seq)| seq.is_some()));
 }
 
+/// The ids of every pending task a reflection prompt shows.
+fn pending_ids(prompt: &str) -> Vec<usize> {
+    prompt
+        .lines()
+        .filter_map(|l| l.strip_prefix("- id "))
+        .filter_map(|l| l.split(' ').next()?.parse().ok())
+        .collect()
+}
+
+#[test]
+fn reflection_cannot_cancel_a_task_no_learning_covers() {
+    let mut llm = ScriptedLlm::new();
+    // The model calls every pending task obsolete.
+    llm.reflect = Some(Box::new(
+        |prompt: &str| json!({"cancel_tasks": pending_ids(prompt)}),
+    ));
+    let (outcome, events) = run_with(
+        &llm,
+        settings(2, 2),
+        &mut NeverAsk,
+        &mut MemoryJournal::new(),
+        &[],
+    );
+    let proposed = events
+        .iter()
+        .any(|e| matches!(&e.event, Event::Reflected { .. }));
+    assert!(proposed && llm.count("reflect") >= 1);
+    assert!(outcome.todo.tasks.len() > 3);
+    assert!(
+        outcome
+            .todo
+            .tasks
+            .iter()
+            .all(|t| t.status == TaskStatus::Completed),
+        "{:?}",
+        outcome.todo.tasks
+    );
+}
+
 #[test]
 fn reflection_adds_knowledge_gaps_and_cancels_obsolete_tasks() {
     let mut llm = ScriptedLlm::new();
     let calls = std::sync::atomic::AtomicUsize::new(0);
     llm.reflect = Some(Box::new(move |prompt: &str| {
-        // Cancel the first pending task shown; name one gap per level.
-        let first_pending = prompt
-            .lines()
-            .find_map(|l| l.strip_prefix("- id "))
-            .and_then(|l| l.split(' ').next())
-            .and_then(|n| n.parse::<usize>().ok());
+        // Cancel the first pending task shown (canceled only because what was learned already
+        // answers it); name one gap per level.
+        let first_pending: Vec<usize> = pending_ids(prompt).into_iter().take(1).collect();
         // The second reflection rephrases the first one's gap: the same need, not a new task.
         let gap = if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
-            "How does water hardness change brewed tea?"
+            "How does water hardness change how I brew tea?"
         } else {
-            "How does the water hardness change brewed tea?"
+            "How does the water hardness change how I brew tea?"
         };
         json!({
-            "cancel_tasks": first_pending.into_iter().collect::<Vec<_>>(),
+            "cancel_tasks": first_pending,
             "knowledge_gaps": [gap],
         })
     }));
-    let (outcome, events) = run_with(
+    // The root's first passage answers one task planned below the first direction, its own
+    // brewing question (the scripted model numbers a node's follow-ups by its question).
+    let direction = format!(
+        "How does brewing shape the tea I brew {}?",
+        stable_number("How should I brew tea?")
+    );
+    let mut source = MemorySource::tea();
+    source.0.insert(
+        0,
+        (
+            "Tea growers".to_string(),
+            format!(
+                "Brewing does shape the tea I brew {}, say growers in Japanese valleys.",
+                stable_number(&direction)
+            ),
+        ),
+    );
+    let (outcome, events) = run_over(
+        source,
         &llm,
         settings(2, 2),
         &mut NeverAsk,

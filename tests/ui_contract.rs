@@ -216,7 +216,7 @@ fn generated_typescript_types_match_the_rust_types() {
 
 const QUERY: &str = "How should I brew tea?";
 const NEW_QUESTION: &str = "Does tea go stale in the cupboard?";
-const STEERING: &str = "Also look into tea chemistry. Ignore poems.";
+const STEERING: &str = "Also look into tea chemistry. Ignore poems. Skip the cupboard.";
 
 /// A run that goes through every phase the window shows: a clarifying question and its
 /// answer, a pause and its answer (one offered direction and one new question), a steering
@@ -228,7 +228,8 @@ fn real_event_log() -> Vec<Envelope> {
         if !prompt.contains("USER STEERING MESSAGES") {
             return json!({});
         }
-        // Steering drops the user's own question from the plan, and asks for chemistry.
+        // Steering drops the user's own question from the plan (the message excludes it: the
+        // model's word alone cancels nothing), and asks for chemistry.
         let cancel: Vec<usize> = prompt
             .lines()
             .filter_map(|l| l.strip_prefix("- id "))

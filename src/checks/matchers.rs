@@ -92,8 +92,6 @@ pub struct Need {
     pub specifics: Vec<String>,
 }
 
-/// One pair's score and label, in the group it was drawn from.
-
 // ---------------------------------------------------------------------------------------------
 // Embeddings
 

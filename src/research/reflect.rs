@@ -21,6 +21,14 @@ const TASKS_SHOWN: usize = 12;
 /// Most knowledge gaps per reflection: each costs a node.
 pub const MAX_GAPS: usize = 2;
 
+/// The cosine (all-MiniLM-L6-v2) between a pending task's text and a learning from which the
+/// learning answers the task, so reflection may cancel it as already covered. Set on the
+/// labelled pairs of `data/coverage_pairs.jsonl` by `tests/research_directions.rs` (26 pairs,
+/// 13 covered; the negatives are learnings on the task's subject that answer another facet,
+/// the highest at 0.56): the best F0.5 cut is 0.60, and the constant sits above it, as a
+/// wrongly canceled direction is lost for good while a redundant one costs one node.
+pub const COVERED: f32 = 0.7;
+
 /// What reflection looks at.
 pub struct ReflectInput<'a> {
     pub query: &'a str,

@@ -1,12 +1,38 @@
 //! The user's imported history as a research source: hybrid search over sessions, each hit
 //! cited by its session id.
+//!
+//! History is evidence about the user, not about the world: what the user typed (a search, a
+//! chat turn) and the pages they visited describe them and belong to the profile. Only what an
+//! assistant answered in an earlier chat can stand as a passage, and the research loop cites
+//! it as "your earlier conversation said …", never as a source of fact.
 
 use super::{CitationTarget, Evidence, Source, SourceError};
 use crate::embed::Embedder;
-use crate::history::{Filter, History, SearchMode};
+use crate::history::{Filter, History, Kind, SearchMode, Session, TurnRole};
 
 /// Characters of a session's text handed to the model as one passage.
 pub const PASSAGE_CHARS: usize = 900;
+
+/// Sessions searched per passage wanted: searches and visits match a query as well as chats
+/// do but yield no passage, so the search looks further to fill `limit`.
+const OVERFETCH: usize = 3;
+
+/// The part of a session that may stand as research evidence: the assistant turns of a chat,
+/// joined. `None` for searches, visits, and chats without an assistant turn (the user's own
+/// words are evidence about the user only).
+pub fn evidence_text(session: &Session) -> Option<String> {
+    if session.kind != Kind::Chat {
+        return None;
+    }
+    let text: Vec<&str> = session
+        .turns
+        .iter()
+        .filter(|t| t.role == TurnRole::Assistant)
+        .map(|t| t.text.trim())
+        .filter(|t| !t.is_empty())
+        .collect();
+    (!text.is_empty()).then(|| text.join("\n"))
+}
 
 /// History as a [`Source`].
 pub struct HistorySourceAdapter {
@@ -53,9 +79,13 @@ impl Source for HistorySourceAdapter {
         } else {
             SearchMode::Bm25
         };
-        let hits = self
-            .history
-            .search(query, &self.filter, limit, mode, embedder)?;
+        let hits = self.history.search(
+            query,
+            &self.filter,
+            limit.saturating_mul(OVERFETCH),
+            mode,
+            embedder,
+        )?;
         let ids: Vec<i64> = hits.iter().map(|h| h.id).collect();
         let sessions = self.history.get_many(&ids)?;
         let mut out = Vec::with_capacity(hits.len());
@@ -63,7 +93,13 @@ impl Source for HistorySourceAdapter {
             let Some(stored) = sessions.iter().find(|s| s.id == hit.id) else {
                 continue;
             };
-            let text = passage(&stored.session.full_text(), PASSAGE_CHARS);
+            let Some(text) = evidence_text(&stored.session) else {
+                continue;
+            };
+            if out.len() == limit {
+                break;
+            }
+            let text = passage(&text, PASSAGE_CHARS);
             out.push(Evidence {
                 target: CitationTarget::History {
                     session: hit.id,
@@ -100,7 +136,46 @@ pub fn passage(text: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::passage;
+    use super::{evidence_text, passage};
+    use crate::history::{HistorySource, Kind, Session, Turn};
+
+    fn session(kind: Kind, turns: Vec<Turn>) -> Session {
+        Session {
+            source: HistorySource::Chatgpt,
+            kind,
+            title: "Running shoes".into(),
+            url: None,
+            external_id: None,
+            started_at: None,
+            time_note: None,
+            turns,
+        }
+    }
+
+    #[test]
+    fn only_assistant_turns_of_a_chat_are_evidence() {
+        let chat = session(
+            Kind::Chat,
+            vec![
+                Turn::user("Which running shoes should I buy for my bad knee?", None),
+                Turn::assistant("Cushioned shoes reduce the load on the knee.", None),
+                Turn::user("And for trails?", None),
+                Turn::assistant("Trail shoes have deeper lugs.", None),
+            ],
+        );
+        let text = evidence_text(&chat).unwrap();
+        assert_eq!(
+            text,
+            "Cushioned shoes reduce the load on the knee.\nTrail shoes have deeper lugs."
+        );
+        assert!(!text.contains("Which running shoes"));
+        let asked_only = session(Kind::Chat, vec![Turn::user("Is tea healthy?", None)]);
+        assert_eq!(evidence_text(&asked_only), None);
+        let search = session(Kind::Search, vec![Turn::user("running shoes", None)]);
+        assert_eq!(evidence_text(&search), None);
+        let visit = session(Kind::Visit, vec![Turn::user("Shoe shop", None)]);
+        assert_eq!(evidence_text(&visit), None);
+    }
 
     #[test]
     fn passage_cuts_at_words_and_collapses_space() {

@@ -56,7 +56,7 @@ impl ScriptedLlm {
 }
 
 /// A number from 1 to 9999 that depends only on `text` (FNV-1a).
-fn stable_number(text: &str) -> u64 {
+pub fn stable_number(text: &str) -> u64 {
     let mut h: u64 = 0xcbf29ce484222325;
     for b in text.bytes() {
         h = (h ^ u64::from(b)).wrapping_mul(0x100000001b3);
@@ -75,6 +75,17 @@ fn line_after(text: &str, marker: &str) -> String {
         .unwrap_or("")
         .trim()
         .to_string()
+}
+
+/// The title and text of passage `n` of a node prompt (`[n] title`, then its text).
+fn passage(prompt: &str, n: usize) -> (String, String) {
+    let mut lines = after(prompt, "Search results (numbered passages):").lines();
+    let head = format!("[{n}] ");
+    let title = lines
+        .find_map(|l| l.strip_prefix(head.as_str()))
+        .unwrap_or("")
+        .to_string();
+    (title, lines.next().unwrap_or("").trim().to_string())
 }
 
 /// How many `[n]` numbered entries the text after `marker` has.
@@ -141,24 +152,38 @@ impl Llm for ScriptedLlm {
             // Numbered by the question, not by call order, so a resumed run (a new process)
             // writes exactly what an uninterrupted one would.
             let n = stable_number(&question);
+            // Findings the loop keeps: declarative sentences their passages support (the
+            // first passage's text, and the last one's as what its source says).
             let learnings = if passages == 0 {
                 json!([])
             } else {
+                let (_, first) = passage(prompt, 1);
+                let (title, last) = passage(prompt, passages);
                 json!([
-                    {"insight": format!("Finding {n} about {question}"), "sources": [1]},
-                    {"insight": format!("Second finding {n} on the evidence"), "sources": [passages]},
+                    {"insight": first, "sources": [1]},
+                    {"insight": format!("The {title} passage says that {last}"), "sources": [passages]},
                 ])
             };
             let mut v = json!({"learnings": learnings, "tags": [format!("topic{n}")]});
             if prompt.contains("wild-card question") {
                 let words = ["brewing", "farming", "markets", "chemistry", "culture"];
-                v["follow_up_questions"] = json!((0..5)
-                    .map(|i| json!({
-                        "question": format!("How does {} shape tea {n}?", words[i]),
-                        "confidence": 9 - i,
-                        "tags": [words[i]],
-                    }))
-                    .collect::<Vec<_>>());
+                let mut follow_ups: Vec<serde_json::Value> = (0..5)
+                    .map(|i| {
+                        json!({
+                            "question": format!("How does {} shape the tea I brew {n}?", words[i]),
+                            "confidence": 9 - i,
+                            "tags": [words[i]],
+                        })
+                    })
+                    .collect();
+                // What a small model does: pair the subject with an unrelated hobby, with
+                // confidence. The loop must drop it as off the query.
+                follow_ups.push(json!({
+                    "question": format!("Which football boots suit wide feet {n}?"),
+                    "confidence": 10,
+                    "tags": ["football"],
+                }));
+                v["follow_up_questions"] = json!(follow_ups);
                 v["wild_card_question"] =
                     json!({"question": format!("Which poems mention tea {n}?"), "confidence": 4});
             }

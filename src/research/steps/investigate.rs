@@ -77,9 +77,11 @@ impl Run<'_, '_> {
             current_date: &self.s.date,
             leaf,
         };
-        match node::research(self.r.llm, &ctx, evidence) {
-            Ok((findings, completion)) => {
-                self.account(Stage::Research, &completion);
+        match node::research(self.r.llm, self.r.embedder, &ctx, evidence) {
+            Ok((findings, completions)) => {
+                for completion in &completions {
+                    self.account(Stage::Research, completion);
+                }
                 Ok(findings)
             }
             // Output the grammar could not finish within its budget: the node yields nothing,

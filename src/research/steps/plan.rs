@@ -10,7 +10,7 @@ use crate::research::pause::{self, CandidateValue, PauseDecision};
 use crate::research::todo::{self, Provenance};
 use crate::research::tree::{self, FollowUp, Origin};
 use crate::research::utility::{self, Utility};
-use crate::research::{align, mmr, persona, question, ResearchError};
+use crate::research::{align, mmr, node, persona, question, ResearchError};
 use crate::sources::Evidence;
 
 /// A node about to be added under the planned one.
@@ -121,8 +121,9 @@ impl Run<'_, '_> {
         Ok(())
     }
 
-    /// The node's follow-ups that no directive excludes and that do not ask again what a node
-    /// of the tree already asks, with their questions' embeddings.
+    /// The node's follow-ups that no directive excludes, that stay on the original query (the
+    /// wild card aside: it is meant to look further) and that do not ask again what a node of
+    /// the tree already asks, with their questions' embeddings.
     fn candidates(&self, n: usize) -> Result<(Vec<FollowUp>, Vec<Vec<f32>>), ResearchError> {
         let directives = &self.s.directives;
         let candidates: Vec<FollowUp> = self.s.tree.nodes[n]
@@ -145,15 +146,25 @@ impl Run<'_, '_> {
             .map(|n| n.question.as_str())
             .collect();
         let asked_vectors = self.r.embedder.embed(&asked)?;
-        let (candidates, embeddings) = candidates
+        let query = self.r.embedder.embed(&[self.s.query.as_str()])?.remove(0);
+        let before = candidates.len();
+        let (candidates, embeddings): (Vec<FollowUp>, Vec<Vec<f32>>) = candidates
             .into_iter()
             .zip(embeddings)
+            .filter(|(c, e)| c.wild_card || node::on_topic(&query, e))
             .filter(|(_, e)| {
                 asked_vectors
                     .iter()
                     .all(|a| crate::embed::cosine(e, a) < REPEATED_QUESTION)
             })
             .unzip();
+        if candidates.len() < before {
+            tracing::debug!(
+                node = n,
+                dropped = before - candidates.len(),
+                "follow-ups off the query or repeating a node"
+            );
+        }
         Ok((candidates, embeddings))
     }
 

@@ -10,7 +10,7 @@ use crate::research::reflect::{self, Reflection};
 use crate::research::steering::{self, Message};
 use crate::research::todo::{self, Provenance, Task, TaskStatus};
 use crate::research::tree::{self, FollowUp, Origin};
-use crate::research::ResearchError;
+use crate::research::{node, ResearchError};
 
 /// What the user asked for in the applied messages.
 #[derive(Debug, Default)]
@@ -82,7 +82,7 @@ impl Run<'_, '_> {
             });
         }
         self.add_directives(&requests);
-        let canceled = self.cancel_tasks(&pending, &reflection, &requests.summary, &messages);
+        let canceled = self.cancel_tasks(&pending, &reflection, &requests.summary, &messages)?;
         self.add_requested_tasks(requests.tasks)?;
         let gaps = match level {
             Some(level) => self.add_gaps(&reflection, level)?,
@@ -156,15 +156,16 @@ impl Run<'_, '_> {
         }
     }
 
-    /// Cancels what the user excluded, then what reflection found obsolete; with messages,
-    /// reprioritises as the model read them. Returns the canceled task ids.
+    /// Cancels what the user excluded, then what reflection found obsolete where completed
+    /// work already covers it; with messages, reprioritises as the model read them. Returns the
+    /// canceled task ids.
     fn cancel_tasks(
         &mut self,
         pending: &[Task],
         reflection: &Reflection,
         summary: &str,
         messages: &[Message],
-    ) -> Vec<usize> {
+    ) -> Result<Vec<usize>, ResearchError> {
         let mut canceled = Vec::new();
         for t in pending {
             if self.s.directives.excludes(&t.text) {
@@ -182,11 +183,15 @@ impl Run<'_, '_> {
         } else {
             format!("steering: {}", tree::one_line(summary, 120))
         };
-        for &id in &reflection.cancel_tasks {
-            if !canceled.contains(&id) {
-                self.update_task(id, Some(TaskStatus::Canceled), None, &why);
-                canceled.push(id);
-            }
+        let proposed: Vec<&Task> = reflection
+            .cancel_tasks
+            .iter()
+            .filter(|id| !canceled.contains(id))
+            .filter_map(|&id| pending.iter().find(|t| t.id == id))
+            .collect();
+        for t in self.covered(&proposed)? {
+            self.update_task(t, Some(TaskStatus::Canceled), None, &why);
+            canceled.push(t);
         }
         if !messages.is_empty() {
             for p in &reflection.reprioritise {
@@ -195,7 +200,42 @@ impl Run<'_, '_> {
                 }
             }
         }
-        canceled
+        Ok(canceled)
+    }
+
+    /// The ids of `tasks` that what was learned already answers: a learning of a completed node
+    /// is within [`reflect::COVERED`] of the task's text. A small model calls distinct
+    /// directions obsolete; its word alone cancels nothing.
+    fn covered(&self, tasks: &[&Task]) -> Result<Vec<usize>, ResearchError> {
+        if tasks.is_empty() || self.learning_vectors.is_empty() {
+            if !tasks.is_empty() {
+                tracing::info!(
+                    proposed = tasks.len(),
+                    "reflection's cancellations kept: nothing learned covers them"
+                );
+            }
+            return Ok(Vec::new());
+        }
+        let texts: Vec<&str> = tasks.iter().map(|t| t.text.as_str()).collect();
+        let vectors = self.r.embedder.embed(&texts)?;
+        let mut out = Vec::new();
+        for (t, v) in tasks.iter().zip(&vectors) {
+            let best = self
+                .learning_vectors
+                .iter()
+                .map(|l| crate::embed::cosine(v, l))
+                .fold(f32::MIN, f32::max);
+            if best >= reflect::COVERED {
+                out.push(t.id);
+            } else {
+                tracing::info!(
+                    task = t.id,
+                    best,
+                    "reflection proposed canceling a task no learning covers; kept"
+                );
+            }
+        }
+        Ok(out)
     }
 
     /// The user's requests, as tasks under the root.
@@ -229,7 +269,14 @@ impl Run<'_, '_> {
         level: u32,
     ) -> Result<Vec<String>, ResearchError> {
         let mut gaps = Vec::new();
+        let query = self.r.embedder.embed(&[self.s.query.as_str()])?.remove(0);
         for gap in reflection.knowledge_gaps.iter().take(reflect::MAX_GAPS) {
+            // A gap must be about the question, not about whatever else the persona mentions.
+            let vector = self.r.embedder.embed(&[gap.as_str()])?.remove(0);
+            if !node::on_topic(&query, &vector) {
+                tracing::info!(gap = gap.as_str(), "knowledge gap off the query; dropped");
+                continue;
+            }
             if !self.is_new_task(gap)? {
                 continue;
             }

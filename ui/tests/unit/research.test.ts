@@ -17,14 +17,14 @@ import researchLog from '../fixtures/research-log.json';
 
 // The event log of a real research run: the Rust loop with a scripted model, through a
 // clarifying question, a pause answered with one offered direction and one new question, a
-// steering message (a new task, the user's question canceled) and the report. Written by
+// steering message (a new task, the user's question excluded) and the report. Written by
 // tests/ui_contract.rs, which fails when the loop's output changes; regenerate with
 // `RUDDER_UPDATE_UI_TYPES=1 cargo test --test ui_contract`.
 const LOG: readonly Envelope[] = researchLog as unknown as Envelope[];
 
 const QUERY = 'How should I brew tea?';
 const NEW_Q = 'Does tea go stale in the cupboard?';
-const STEERING = 'Also look into tea chemistry. Ignore poems.';
+const STEERING = 'Also look into tea chemistry. Ignore poems. Skip the cupboard.';
 
 function at(type: ResearchEvent['type'], from = 0): number {
   const i = LOG.findIndex((e, k) => k >= from && e.event.type === type);
@@ -95,7 +95,7 @@ describe('research reducer', () => {
     expect(st.nodes[0]?.children).toEqual([1, 2, 3]);
     expect(st.nodes[0]?.status).toBe('done');
     expect(st.nodes[0]?.learnings).toBe(2);
-    expect(st.nodes[1]).toMatchObject({ question: 'How does brewing shape tea 9939?', origin: 'planned', status: 'done', parent: 0 });
+    expect(st.nodes[1]).toMatchObject({ question: 'How does brewing shape the tea I brew 9939?', origin: 'planned', status: 'done', parent: 0 });
     expect(st.nodes[1]?.children).toEqual([4, 5]);
     // Its task was canceled by steering before it was researched.
     expect(st.nodes[2]).toMatchObject({ question: NEW_Q, origin: 'user', status: 'canceled' });
@@ -117,7 +117,7 @@ describe('research reducer', () => {
     expect(g.open).toEqual([]);
     expect(g.completed.map((t) => t.id)).toEqual([0, 1, 3, 4, 5]);
     expect(g.canceled.map((t) => t.id)).toEqual([2]);
-    expect(g.canceled[0]?.note).toMatch(/^steering: Look into tea chemistry/);
+    expect(g.canceled[0]?.note).toBe('excluded by steering');
     expect(st.tasks.find((t) => t.id === 3)?.provenance).toBe('steering');
     const taskEvents = phases.flat().filter((e) => e.event.type === 'task_added' || e.event.type === 'task_updated');
     expect(st.todoVersion).toBe(taskEvents.length);
@@ -139,12 +139,12 @@ describe('research reducer', () => {
   it('explains each pause decision', () => {
     const { phases } = fullRun();
     const st = live(phases.flat());
-    expect(st.pauses.map(pauseLineText)).toEqual(['Asked: ΔEV 0.59 > C 0.50', 'Went on: ΔEV 0.34 ≤ C 0.50']);
+    expect(st.pauses.map(pauseLineText)).toEqual(['Asked: ΔEV 0.63 > C 0.50', 'Went on: ΔEV 0.40 ≤ C 0.50']);
     expect(pausesFor(st, 0)).toHaveLength(1);
     expect(pausesFor(st, 1)).toHaveLength(1);
-    expect(pauseLineText({ ...st.pauses[0]!, asked: false })).toBe('Went on (asking is off): ΔEV 0.59 > C 0.50');
+    expect(pauseLineText({ ...st.pauses[0]!, asked: false })).toBe('Went on (asking is off): ΔEV 0.63 > C 0.50');
     expect(pauseLineText({ ...st.pauses[1]!, ask: true, forced: true, asked: true })).toBe(
-      'Asked (you asked to choose at every branch): ΔEV 0.34 ≤ C 0.50',
+      'Asked (you asked to choose at every branch): ΔEV 0.40 ≤ C 0.50',
     );
   });
 
@@ -163,7 +163,7 @@ describe('research reducer', () => {
     const notes = st.conversation.filter((c) => c.kind === 'note').map((c) => (c.kind === 'note' ? c.text : ''));
     expect(notes).toContain('Steering applied: Look into tea chemistry; leave out poems');
     expect(notes.some((n) => n.startsWith('Persona updated: Cares about brewing.'))).toBe(true);
-    expect(st.exclusions).toEqual(['poems']);
+    expect(st.exclusions).toEqual(['poems', 'the cupboard']);
     expect(st.focus).toEqual(['tea chemistry']);
   });
 
