@@ -197,7 +197,7 @@ pub fn write(
                      citations: &mut Citations,
                      ls: &[usize],
                      render: &dyn Fn(&str) -> Result<String, ResearchError>,
-                     fallback: &dyn Fn(&Fact) -> String|
+                     fallback: &dyn Fn(&Fact) -> Vec<String>|
      -> Result<Option<Paragraph>, ResearchError> {
         let (sentences, stated) = writer.prose(render, &facts(ls), fallback)?;
         if sentences.is_empty() {
@@ -327,7 +327,13 @@ pub fn write(
                     minijinja::context! { need => label, facts => shown, problems => problems },
                 )?)
             },
-            &|f: &Fact| needs::for_need(&need.label, f),
+            // Naming the need, when the passages still support the sentence; else the
+            // finding alone, under the needs heading.
+            &|f: &Fact| {
+                let mut options = vec![needs::for_need(&need.label, f)];
+                options.extend(prose::own_words(f));
+                options
+            },
         )?;
         match written {
             Some(p) => answered.push(p),

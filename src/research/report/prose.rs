@@ -145,14 +145,14 @@ impl<'a> Writer<'a> {
 
     /// Sentences for `facts` from the prompt `render` makes (given the problems of the last
     /// answer), checked, asked once more with the reasons when some fail. Facts the kept
-    /// sentences leave out (or all of them, when nothing passed) are added as `fallback`
-    /// writes them, unless that would repeat the report. Returns the sentences and which
+    /// sentences leave out (or all of them, when nothing passed) are added as the first of the
+    /// `fallback` texts that passes, unless that would repeat the report. Returns the sentences and which
     /// facts they state.
     pub fn prose(
         &mut self,
         render: &dyn Fn(&str) -> Result<String, ResearchError>,
         facts: &[Fact],
-        fallback: &dyn Fn(&Fact) -> String,
+        fallback: &dyn Fn(&Fact) -> Vec<String>,
     ) -> Result<(Vec<String>, Vec<usize>), ResearchError> {
         let mut passages: Vec<&str> = Vec::new();
         for p in facts.iter().flat_map(|f| f.passages.iter()) {
@@ -211,14 +211,29 @@ impl<'a> Writer<'a> {
                 stated.push(i);
                 continue;
             }
-            let own = fallback(fact);
-            let own: Vec<String> = split_sentences(&own);
-            let clean = !own.is_empty()
-                && own.iter().all(|s| sentence_debris(s).is_none())
-                && !own.iter().any(|s| self.repeats(s, &sentences));
-            if clean {
-                sentences.extend(own);
-                stated.push(i);
+            // The fallbacks in order of preference: each but the last must also be supported
+            // by the fact's passages; the last is the fact itself, supported when learned.
+            let options = fallback(fact);
+            for (k, option) in options.iter().enumerate() {
+                let own: Vec<String> = split_sentences(option);
+                let mut clean = !own.is_empty()
+                    && own.iter().all(|s| sentence_debris(s).is_none())
+                    && !own.iter().any(|s| self.repeats(s, &sentences));
+                if clean && k + 1 < options.len() {
+                    let passages: Vec<&str> = fact.passages.iter().map(String::as_str).collect();
+                    for s in &own {
+                        let mut ok = false;
+                        for p in &passages {
+                            ok |= self.support.supports(s, p)?;
+                        }
+                        clean &= ok;
+                    }
+                }
+                if clean {
+                    sentences.extend(own);
+                    stated.push(i);
+                    break;
+                }
             }
         }
         for s in &sentences {
@@ -303,8 +318,10 @@ impl<'a> Writer<'a> {
             return Some("a question; name the topic instead".into());
         }
         let mine = content_words(heading);
-        if mine.is_empty() {
-            return Some("it names nothing".into());
+        // A small model copies the prompt's field name ("The heading") as its answer.
+        let placeholders = content_words("heading title text section topic report");
+        if mine.is_subset(&placeholders) {
+            return Some("it names nothing; name the topic of the facts".into());
         }
         let same = |other: &BTreeSet<String>| {
             *other == mine || jaccard(other, &mine) >= NEAR_DUPLICATE_JACCARD
@@ -372,8 +389,8 @@ pub(super) fn tidy_heading(text: &str, max_words: usize) -> String {
 }
 
 /// A fact in its own words, for a paragraph.
-pub(super) fn own_words(fact: &Fact) -> String {
-    tidy_sentence(&fact.text)
+pub(super) fn own_words(fact: &Fact) -> Vec<String> {
+    vec![tidy_sentence(&fact.text)]
 }
 
 #[cfg(test)]
