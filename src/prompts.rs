@@ -52,13 +52,15 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../prompts/persona_update.md"),
     ),
     (
-        "report_section",
-        include_str!("../prompts/report_section.md"),
+        "report_paragraph",
+        include_str!("../prompts/report_paragraph.md"),
     ),
+    ("report_need", include_str!("../prompts/report_need.md")),
     (
-        "report_overview",
-        include_str!("../prompts/report_overview.md"),
+        "report_heading",
+        include_str!("../prompts/report_heading.md"),
     ),
+    ("report_title", include_str!("../prompts/report_title.md")),
     (
         "research_reflect",
         include_str!("../prompts/research_reflect.md"),
@@ -114,6 +116,7 @@ mod tests {
             directions => "1. a", response => "1", profile => "", learnings => "[1] x",
             sections => "- S", pending => "- id 1 (priority 7): a", pending_count => 1,
             completed => "(none)", messages => "1. focus on cost", gaps => true,
+            facts => "1. Nylon tents weigh 1.2 kg.", problems => "", need => "a light tent",
         };
         for (name, _) in super::TEMPLATES {
             // The clarify_ templates are covered by `clarify::tests`; the node's retry is a
@@ -127,8 +130,11 @@ mod tests {
             }
             let text = super::render(name, ctx.clone()).unwrap();
             assert!(text.contains("JSON"), "{name}: {text}");
+            // The report's prose prompts see only the facts they connect.
             assert!(
-                text.contains("best tent?") || text.contains("A hiker."),
+                text.contains("best tent?")
+                    || text.contains("A hiker.")
+                    || name.starts_with("report_") && text.contains("1.2 kg"),
                 "{name}"
             );
         }

@@ -14,6 +14,16 @@ pub fn schema_to_grammar(schema: &serde_json::Value) -> Result<String, LlmError>
     Ok(compact_whitespace(&grammar))
 }
 
+/// A JSON-schema string of `min..=max` characters that cannot hold JSON or markup characters
+/// (`{ } [ ] " \\ < >`) or a line break: prose a small model writes inside a JSON field, so
+/// that debris such as `1}, {"insight":` cannot be decoded in the first place.
+pub fn prose_string(min: usize, max: usize) -> serde_json::Value {
+    serde_json::json!({
+        "type": "string",
+        "pattern": format!("^[^{{}}\\[\\]\"\\\\<>\\n]{{{min},{max}}}$"),
+    })
+}
+
 /// Replaces the converter's `space` rule with one that allows at most a single space.
 pub fn compact_whitespace(grammar: &str) -> String {
     grammar
@@ -69,5 +79,17 @@ mod tests {
         let reason = root.find("reason").expect(root);
         let grade = root.find("grade").expect(root);
         assert!(reason < grade, "{root}");
+    }
+
+    #[test]
+    fn prose_strings_exclude_json_and_markup_characters() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"text": prose_string(10, 200)},
+            "required": ["text"],
+        });
+        let g = schema_to_grammar(&schema).unwrap();
+        assert!(g.contains("{10,200}"), "{g}");
+        assert!(g.contains(r#"[^{}\[\]"\\<>\n]"#), "{g}");
     }
 }

@@ -107,7 +107,7 @@ fn answer_schema() -> serde_json::Value {
     serde_json::json!({
         "type": "object",
         "properties": {
-            "about_user": {"type": "string", "minLength": 1, "maxLength": MAX_PHRASE_CHARS},
+            "about_user": crate::llm::grammar::prose_string(1, MAX_PHRASE_CHARS),
             "kind": {"type": "string", "enum": ["constraint", "background", "preference", "presentation"]},
             "relevance": {"type": "integer", "enum": [0, 1, 2, 3]}
         },

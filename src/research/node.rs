@@ -97,7 +97,7 @@ pub fn schema(evidence: usize, leaf: bool) -> serde_json::Value {
     let learning = json!({
         "type": "object",
         "properties": {
-            "insight": {"type": "string", "minLength": 10, "maxLength": 200},
+            "insight": crate::llm::grammar::prose_string(10, 200),
             "sources": sources,
         },
         "required": ["insight", "sources"],
@@ -126,7 +126,7 @@ pub fn schema(evidence: usize, leaf: bool) -> serde_json::Value {
                 "items": {
                     "type": "object",
                     "properties": {
-                        "question": {"type": "string", "minLength": 10, "maxLength": 120},
+                        "question": crate::llm::grammar::prose_string(10, 120),
                         "confidence": confidence,
                         "tags": {"type": "array", "items": tag, "minItems": 1, "maxItems": 2},
                     },
@@ -140,7 +140,7 @@ pub fn schema(evidence: usize, leaf: bool) -> serde_json::Value {
             json!({
                 "type": "object",
                 "properties": {
-                    "question": {"type": "string", "minLength": 10, "maxLength": 120},
+                    "question": crate::llm::grammar::prose_string(10, 120),
                     "confidence": confidence,
                 },
                 "required": ["question", "confidence"],
@@ -314,11 +314,32 @@ fn check_learnings(
         }
         if supported {
             kept.push((text, idx));
+        } else if let Some(best) = best_supporting(matcher, &text, shown)? {
+            // A small model often copies a true sentence and numbers the wrong passage: the
+            // citation goes to the passage that does support it, so it still resolves to
+            // its evidence.
+            kept.push((text, vec![best]));
         } else {
             rejected.push((text, "not supported by the passages it cites".to_string()));
         }
     }
     Ok((kept, rejected))
+}
+
+/// The shown passage that supports `text` best, if any does.
+fn best_supporting(
+    matcher: &SupportMatcher<'_>,
+    text: &str,
+    shown: &[String],
+) -> Result<Option<usize>, ResearchError> {
+    let mut best: Option<(usize, f32)> = None;
+    for (i, passage) in shown.iter().enumerate() {
+        let score = matcher.score(text, passage)?;
+        if score >= matcher.threshold() && best.is_none_or(|(_, b)| score > b) {
+            best = Some((i, score));
+        }
+    }
+    Ok(best.map(|(i, _)| i))
 }
 
 /// Adds `more` to `kept`, skipping what repeats a kept learning (same words, or the same
@@ -370,6 +391,24 @@ fn key(s: &str) -> String {
 }
 
 /// The learnings of a draft, cleaned as [`findings`] cleans them.
+/// The text without a list marker the model numbered it with ("1. ", "2) ", "- "): a small
+/// model writes learnings as a numbered list even inside JSON.
+fn strip_list_marker(text: &str) -> &str {
+    let t = text.trim();
+    let digits = t.chars().take_while(char::is_ascii_digit).count();
+    let rest = if digits > 0 && digits <= 2 {
+        t[digits..]
+            .strip_prefix(". ")
+            .or_else(|| t[digits..].strip_prefix(") "))
+    } else {
+        None
+    };
+    rest.or_else(|| t.strip_prefix("- "))
+        .or_else(|| t.strip_prefix("* "))
+        .unwrap_or(t)
+        .trim()
+}
+
 fn findings_learnings(draft: Draft, evidence: usize) -> Vec<(String, Vec<usize>)> {
     findings(draft, evidence, &[]).learnings
 }
@@ -391,7 +430,7 @@ fn findings(draft: Draft, evidence: usize, known: &[&str]) -> Findings {
                 .map(|n| n - 1)
                 .collect();
             idx.dedup();
-            let text = l.insight.trim().to_string();
+            let text = strip_list_marker(&l.insight).to_string();
             (!text.is_empty() && !idx.is_empty()).then_some((text, idx))
         })
         .collect();
@@ -610,6 +649,21 @@ mod tests {
         assert!(requests[1].messages[2]
             .content
             .contains("not supported by the passages it cites"));
+    }
+
+    #[test]
+    fn a_true_learning_citing_the_wrong_passage_cites_the_right_one() {
+        let llm = Queue::new(vec![json!({"learnings": [
+            {"insight": format!("2. {GREEN}"), "sources": [1]},
+        ], "tags": ["brewing"]})]);
+        let ev = [
+            evidence(doc(1), "Black tea", BLACK),
+            evidence(doc(0), "Green tea", GREEN),
+        ];
+        let f = run(&llm, &ev);
+        // The list number goes, and the citation moves to the passage that says it.
+        assert_eq!(f.learnings, vec![(GREEN.to_string(), vec![1])]);
+        assert_eq!(llm.requests.lock().unwrap().len(), 1);
     }
 
     #[test]

@@ -88,6 +88,22 @@ fn passage(prompt: &str, n: usize) -> (String, String) {
     (title, lines.next().unwrap_or("").trim().to_string())
 }
 
+/// The facts a report prompt lists ("1. …" lines after `marker`), without their numbers.
+fn facts_after(prompt: &str, marker: &str) -> Vec<String> {
+    after(prompt, marker)
+        .lines()
+        .skip_while(|l| l.trim().is_empty())
+        .map_while(|l| {
+            let (n, rest) = l.split_once(". ")?;
+            n.parse::<usize>().ok().map(|_| rest.trim().to_string())
+        })
+        .collect()
+}
+
+fn facts(prompt: &str) -> Vec<String> {
+    facts_after(prompt, "Facts:")
+}
+
 /// How many `[n]` numbered entries the text after `marker` has.
 fn numbered(text: &str, marker: &str) -> usize {
     after(text, marker)
@@ -253,22 +269,20 @@ impl Llm for ScriptedLlm {
                 "persona",
                 json!({"additional_persona_info": "Cares about brewing.", "new_checklist_items": ["Covers brewing in depth"]}),
             )
-        } else if prompt.contains("This section covers:") {
-            let n = numbered(prompt, "Numbered research findings for this section:");
-            let question = line_after(prompt, "This section covers:");
+        } else if prompt.contains("You write one paragraph of a research report") {
+            // The facts back, joined: prose the checks can hold against the passages.
+            ("paragraph", json!({"text": facts(prompt).join(" ")}))
+        } else if prompt.contains("You tell one reader what research facts mean") {
+            let need = line_after(prompt, "The reader's need:");
             (
-                "section",
-                json!({"heading": format!("About {}", question.chars().take(60).collect::<String>()),
-                       "paragraphs": [{"text": "A paragraph that synthesises the findings of this section into prose.", "learnings": [1, n]}]}),
+                "need",
+                json!({"text": format!("For {need}, {}", facts(prompt).join(" "))}),
             )
-        } else if prompt.contains("Key findings (numbered):") {
-            let n = numbered(prompt, "Key findings (numbered):");
-            (
-                "overview",
-                json!({"title": "What we learned about tea",
-                       "summary": {"text": "The summary answers the question directly from the key findings.", "learnings": [n]},
-                       "closing": "Try it yourself."}),
-            )
+        } else if prompt.contains("You write the heading of one section") {
+            let n = stable_number(&facts_after(prompt, "Facts in this section:").join(" "));
+            ("heading", json!({"heading": format!("Notes on topic {n}")}))
+        } else if prompt.contains("You write the title of a research report") {
+            ("title", json!({"title": "What we learned about tea"}))
         } else {
             return Err(LlmError::Backend(format!(
                 "unscripted prompt: {}",

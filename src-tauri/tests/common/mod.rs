@@ -180,10 +180,14 @@ pub async fn connect_app(driver: &Driver, app: &Path) -> Client {
     capabilities.insert("tauri:options".into(), json!({ "application": app }));
     let mut builder = ClientBuilder::new(HttpConnector::new());
     builder.capabilities(capabilities);
-    tokio::time::timeout(CONNECT_TIMEOUT, builder.connect(&driver.url()))
-        .await
-        .unwrap_or_else(|_| panic!("no WebDriver session with the app within {CONNECT_TIMEOUT:?}"))
-        .expect("WebDriver session with the app (is an X display available?)")
+    // A match, not `unwrap_or_else`: fantoccini's error (which holds a JSON value) is large
+    // enough for clippy's `result_large_err` on a closure returning it.
+    match tokio::time::timeout(CONNECT_TIMEOUT, builder.connect(&driver.url())).await {
+        Ok(session) => {
+            session.expect("WebDriver session with the app (is an X display available?)")
+        }
+        Err(_) => panic!("no WebDriver session with the app within {CONNECT_TIMEOUT:?}"),
+    }
 }
 
 /// Ends the session (which closes the app), without hanging on a WebDriver that stopped

@@ -8,22 +8,26 @@ use crate::research::tree::{self, Tree};
 use crate::research::ResearchError;
 
 impl Run<'_, '_> {
-    /// Writes the report, section by section.
+    /// Writes the report, section by section, answering the needs of the profile and the
+    /// persona checklist at the end.
     pub(in crate::research) fn write_report(&mut self) -> Result<(), ResearchError> {
         let tree = self.reported_tree();
+        let needs = report::needs_from(&self.s.profile, &self.s.persona.checklist);
         let input = report::ReportInput {
             query: &self.s.query,
             persona: &self.s.persona,
             profile: &self.s.profile,
+            needs: &needs,
             tree: &tree,
             learnings: &self.s.learnings,
             evidence: &self.s.evidence,
             current_date: &self.s.date,
         };
         let mut sections = Vec::new();
-        let (report, completions) = report::write(self.r.llm, &input, &mut |i, h| {
-            sections.push((i, h.to_string()))
-        })?;
+        let (report, completions) =
+            report::write(self.r.llm, self.r.embedder, &input, &mut |i, h| {
+                sections.push((i, h.to_string()))
+            })?;
         for (index, heading) in sections {
             self.emit(Event::ReportSection { index, heading });
         }

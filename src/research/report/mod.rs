@@ -1,0 +1,512 @@
+//! The report, assembled in code and then written (STEER *Report Generation*, reworked for a
+//! small model).
+//!
+//! * [`plan`]: sections come from the top-level directions; their learnings are deduplicated
+//!   by meaning, ordered (tree order: broad before specific) and grouped into paragraphs of at
+//!   most three; the best learning of each section opens the summary; the learnings that
+//!   answer one of the reader's needs are kept for *What this means for you*.
+//! * [`prose`]: the model writes short connective prose around each group in one small call,
+//!   and every sentence is checked before it is kept — supported by a passage the paragraph
+//!   cites, not a repeat of a sentence already in the report, no debris — with one retry that
+//!   names the reasons, then the learnings' own words for whatever is left out.
+//! * *What this means for you* takes each need and gives the findings that answer it, or
+//!   says plainly, in one sentence, which needs the sources do not cover.
+//!
+//! Citations are set by code from the learnings each paragraph states, and each learning
+//! carries its evidence, so every citation resolves to a document chunk, a history session or
+//! a URL by construction. They are numbered in order of first appearance and listed under
+//! *References*.
+
+mod needs;
+mod plan;
+mod prose;
+#[cfg(test)]
+mod writing_tests;
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use self::prose::{Fact, Writer};
+use super::persona::Persona;
+use super::tree::{Learning, Tree};
+use super::ResearchError;
+use crate::checks::text::sentence_debris;
+use crate::embed::Embedder;
+use crate::llm::{Completion, Llm};
+use crate::sources::{CitationTarget, Evidence};
+
+pub use needs::{need_label, needs_from, MAX_NEEDS};
+pub use plan::{
+    DUPLICATE_COSINE, MAX_SECTION_LEARNINGS, NEED_MATCH_COSINE, PARAGRAPH_LEARNINGS,
+    SUMMARY_LEARNINGS,
+};
+
+/// A paragraph and the references it cites (numbers into [`Report::references`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "ReportParagraph"))]
+pub struct Paragraph {
+    pub text: String,
+    pub citations: Vec<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "ReportSection"))]
+pub struct Section {
+    pub heading: String,
+    /// The top-level direction it covers (None for the root's own findings).
+    pub direction: Option<usize>,
+    pub paragraphs: Vec<Paragraph>,
+}
+
+/// One entry of the reference list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Reference {
+    pub number: usize,
+    pub key: String,
+    pub title: String,
+    pub target: CitationTarget,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Report {
+    pub title: String,
+    pub query: String,
+    pub summary: Paragraph,
+    pub sections: Vec<Section>,
+    pub closing: String,
+    pub references: Vec<Reference>,
+    pub markdown: String,
+}
+
+impl Report {
+    pub fn words(&self) -> usize {
+        self.markdown.split_whitespace().count()
+    }
+
+    /// Every citation number used in the text.
+    pub fn cited_numbers(&self) -> Vec<usize> {
+        let mut out: Vec<usize> = std::iter::once(&self.summary)
+            .chain(self.sections.iter().flat_map(|s| s.paragraphs.iter()))
+            .flat_map(|p| p.citations.iter().copied())
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The report as a standalone, sanitised HTML document.
+    pub fn to_html(&self) -> String {
+        super::html::report_html_document(&self.title, &self.markdown)
+    }
+}
+
+/// What the writer works from.
+pub struct ReportInput<'a> {
+    pub query: &'a str,
+    pub persona: &'a Persona,
+    /// The query-aware profile as text (need, depth, tone, style), or empty.
+    pub profile: &'a str,
+    /// What the reader needs (see [`needs_from`]): *What this means for you* answers each.
+    pub needs: &'a [String],
+    pub tree: &'a Tree,
+    pub learnings: &'a [Learning],
+    pub evidence: &'a BTreeMap<String, Evidence>,
+    pub current_date: &'a str,
+}
+
+/// The heading of the section that answers the reader's needs.
+pub const NEEDS_HEADING: &str = "What this means for you";
+
+/// The summary of a report with no findings.
+const NO_EVIDENCE: &str = "No evidence was found in the sources searched, so this report has \
+                           no findings. Add documents (`rudder docs add DIR`) or import history, \
+                           then run the research again.";
+
+/// Numbers citations in order of first appearance.
+#[derive(Default)]
+struct Citations {
+    numbers: HashMap<String, usize>,
+    references: Vec<Reference>,
+}
+
+impl Citations {
+    /// The numbers of the learnings' sources, numbering the new ones.
+    fn cite(
+        &mut self,
+        learnings: &[&Learning],
+        evidence: &BTreeMap<String, Evidence>,
+    ) -> Vec<usize> {
+        let mut out = Vec::new();
+        for key in learnings.iter().flat_map(|l| l.sources.iter()) {
+            let Some(ev) = evidence.get(key) else {
+                continue;
+            };
+            let n = match self.numbers.get(key) {
+                Some(&n) => n,
+                None => {
+                    let n = self.references.len() + 1;
+                    self.numbers.insert(key.clone(), n);
+                    self.references.push(Reference {
+                        number: n,
+                        key: key.clone(),
+                        title: ev.title.clone(),
+                        target: ev.target.clone(),
+                    });
+                    n
+                }
+            };
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+        out
+    }
+}
+
+/// Writes the report: assembled in code ([`plan`]), then written paragraph by paragraph with
+/// small checked calls ([`prose`]). `embedder` backs the checks (meaning-level duplicates,
+/// support, needs). Returns the report with the completions of its calls (for accounting) and
+/// calls `on_section` as each section is done.
+pub fn write(
+    llm: &dyn Llm,
+    embedder: &dyn Embedder,
+    input: &ReportInput<'_>,
+    on_section: &mut dyn FnMut(usize, &str),
+) -> Result<(Report, Vec<Completion>), ResearchError> {
+    let plan = plan::plan(input, embedder)?;
+    let mut writer = Writer::new(llm, embedder);
+    let mut citations = Citations::default();
+    let fact = |l: usize| -> Fact {
+        let learning = &input.learnings[l];
+        Fact {
+            text: learning.text.clone(),
+            passages: learning
+                .sources
+                .iter()
+                .filter_map(|k| input.evidence.get(k))
+                .map(|e| e.text.clone())
+                .collect(),
+        }
+    };
+    let facts = |ls: &[usize]| -> Vec<Fact> { ls.iter().map(|&l| fact(l)).collect() };
+    // A paragraph from the learnings `ls`: the model's prose, checked, citing what it states.
+    let paragraph = |writer: &mut Writer<'_>,
+                     citations: &mut Citations,
+                     ls: &[usize],
+                     render: &dyn Fn(&str) -> Result<String, ResearchError>,
+                     fallback: &dyn Fn(&Fact) -> Vec<String>|
+     -> Result<Option<Paragraph>, ResearchError> {
+        let (sentences, stated) = writer.prose(render, &facts(ls), fallback)?;
+        if sentences.is_empty() {
+            return Ok(None);
+        }
+        let cited: Vec<&Learning> = stated.iter().map(|&i| &input.learnings[ls[i]]).collect();
+        Ok(Some(Paragraph {
+            text: sentences.join(" "),
+            citations: citations.cite(&cited, input.evidence),
+        }))
+    };
+    let paragraph_prompt = |ls: &[usize]| {
+        let shown = prose::numbered(&facts(ls));
+        move |problems: &str| -> Result<String, ResearchError> {
+            Ok(crate::prompts::render(
+                "report_paragraph",
+                minijinja::context! { facts => shown, problems => problems },
+            )?)
+        }
+    };
+
+    if plan.summary.is_empty() {
+        let mut report = Report {
+            title: super::tree::one_line(input.query, 200),
+            query: input.query.to_string(),
+            summary: Paragraph {
+                text: NO_EVIDENCE.into(),
+                citations: Vec::new(),
+            },
+            sections: Vec::new(),
+            closing: String::new(),
+            references: Vec::new(),
+            markdown: String::new(),
+        };
+        report.markdown = render_markdown(&report);
+        return Ok((report, writer.completions));
+    }
+
+    let key_facts = prose::numbered(&facts(&plan.summary));
+    let title = writer.heading(
+        &|problems| {
+            Ok(crate::prompts::render(
+                "report_title",
+                minijinja::context! { query => input.query, facts => key_facts, problems => problems },
+            )?)
+        },
+        "title",
+        input.query,
+        input.query,
+        true,
+    )?;
+    let summary = paragraph(
+        &mut writer,
+        &mut citations,
+        &plan.summary,
+        &paragraph_prompt(&plan.summary),
+        &prose::own_words,
+    )?
+    .unwrap_or(Paragraph {
+        text: String::new(),
+        citations: Vec::new(),
+    });
+
+    let mut sections = Vec::new();
+    for planned in &plan.sections {
+        let mut paragraphs = Vec::new();
+        for ls in &planned.paragraphs {
+            if let Some(p) = paragraph(
+                &mut writer,
+                &mut citations,
+                ls,
+                &paragraph_prompt(ls),
+                &prose::own_words,
+            )? {
+                paragraphs.push(p);
+            }
+        }
+        if paragraphs.is_empty() {
+            continue;
+        }
+        let lead: Vec<usize> = planned
+            .paragraphs
+            .iter()
+            .flatten()
+            .take(3)
+            .copied()
+            .collect();
+        let shown = prose::numbered(&facts(&lead));
+        let heading = writer.heading(
+            &|problems| {
+                Ok(crate::prompts::render(
+                    "report_heading",
+                    minijinja::context! { query => input.query, facts => shown, problems => problems },
+                )?)
+            },
+            "heading",
+            input.query,
+            &planned.question,
+            false,
+        )?;
+        on_section(sections.len(), &heading);
+        sections.push(Section {
+            heading,
+            direction: planned.direction,
+            paragraphs,
+        });
+    }
+
+    // What this means for you: each need with the findings that answer it, then the needs
+    // no finding answers, in one plain sentence.
+    let mut answered = Vec::new();
+    let mut uncovered = Vec::new();
+    for need in &plan.needs {
+        if need.learnings.is_empty() {
+            uncovered.push(need.label.clone());
+            continue;
+        }
+        let shown = prose::numbered(&facts(&need.learnings));
+        let label = need.label.clone();
+        let written = paragraph(
+            &mut writer,
+            &mut citations,
+            &need.learnings,
+            &|problems| {
+                Ok(crate::prompts::render(
+                    "report_need",
+                    minijinja::context! { need => label, facts => shown, problems => problems },
+                )?)
+            },
+            // Naming the need, when the passages still support the sentence; else the
+            // finding alone, under the needs heading.
+            &|f: &Fact| {
+                let mut options = vec![needs::for_need(&need.label, f)];
+                options.extend(prose::own_words(f));
+                options
+            },
+        )?;
+        match written {
+            Some(p) => answered.push(p),
+            None => uncovered.push(need.label.clone()),
+        }
+    }
+    if !uncovered.is_empty() {
+        let sentence = needs::uncovered_sentence(&uncovered);
+        if sentence_debris(&sentence).is_none() {
+            answered.push(Paragraph {
+                text: sentence,
+                citations: Vec::new(),
+            });
+        }
+    }
+    if !answered.is_empty() {
+        on_section(sections.len(), NEEDS_HEADING);
+        sections.push(Section {
+            heading: NEEDS_HEADING.into(),
+            direction: None,
+            paragraphs: answered,
+        });
+    }
+
+    let mut report = Report {
+        title,
+        query: input.query.to_string(),
+        summary,
+        sections,
+        // The needs section says what this means for the reader; a free closing only
+        // restated the summary, uncited.
+        closing: String::new(),
+        references: citations.references,
+        markdown: String::new(),
+    };
+    report.markdown = render_markdown(&report);
+    Ok((report, writer.completions))
+}
+
+/// Escapes text that came from a model or a source so Markdown shows it literally.
+pub fn escape_markdown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(
+            c,
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' | '|'
+        ) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn cite_marks(citations: &[usize]) -> String {
+    citations
+        .iter()
+        .map(|n| format!(" [\\[{n}\\]](#ref-{n})"))
+        .collect()
+}
+
+fn render_markdown(report: &Report) -> String {
+    let mut md = format!("# {}\n\n", escape_markdown(&report.title));
+    md.push_str(&format!(
+        "*Question:* {}\n\n",
+        escape_markdown(&report.query)
+    ));
+    md.push_str(&format!(
+        "{}{}\n\n",
+        escape_markdown(&report.summary.text),
+        cite_marks(&report.summary.citations)
+    ));
+    for s in &report.sections {
+        md.push_str(&format!("## {}\n\n", escape_markdown(&s.heading)));
+        for p in &s.paragraphs {
+            md.push_str(&format!(
+                "{}{}\n\n",
+                escape_markdown(&p.text),
+                cite_marks(&p.citations)
+            ));
+        }
+    }
+    if !report.closing.is_empty() {
+        md.push_str("## What this means for you\n\n");
+        md.push_str(&escape_markdown(&report.closing));
+        md.push_str("\n\n");
+    }
+    if !report.references.is_empty() {
+        md.push_str("## References\n\n");
+        for r in &report.references {
+            let locator = escape_markdown(&r.target.locator());
+            let link = match r.target.link() {
+                Some(url) => format!(
+                    " — <{}>",
+                    url.replace(' ', "%20")
+                        .replace('<', "%3C")
+                        .replace('>', "%3E")
+                ),
+                None => String::new(),
+            };
+            md.push_str(&format!(
+                "{}. <a id=\"ref-{}\"></a>{} — {}{}\n",
+                r.number,
+                r.number,
+                escape_markdown(&r.title),
+                locator,
+                link
+            ));
+        }
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_name_sources_without_local_paths() {
+        let doc = CitationTarget::Document {
+            path: "/home/someone/notes/tea/green.md".into(),
+            chunk: 1,
+            page: None,
+            url: None,
+            name: Some("notes/tea/green.md".into()),
+        };
+        let corpus = CitationTarget::Document {
+            path: "/home/someone/.local/share/rudder/models/wiki/summaries_en-us.json#Tea".into(),
+            chunk: 0,
+            page: None,
+            url: Some("https://en.wikipedia.org/wiki/Tea".into()),
+            name: None,
+        };
+        let paragraph = Paragraph {
+            text: "Green tea is steamed.".into(),
+            citations: vec![1, 2],
+        };
+        let mut report = Report {
+            title: "Tea".into(),
+            query: "tea?".into(),
+            summary: paragraph,
+            sections: Vec::new(),
+            closing: String::new(),
+            references: [doc, corpus]
+                .into_iter()
+                .enumerate()
+                .map(|(i, target)| Reference {
+                    number: i + 1,
+                    key: target.key(),
+                    title: "Tea".into(),
+                    target,
+                })
+                .collect(),
+            markdown: String::new(),
+        };
+        report.markdown = render_markdown(&report);
+        let shared = format!("{}\n{}", report.markdown, report.to_html());
+        assert!(shared.contains("notes/tea/green.md, passage 2"), "{shared}");
+        assert!(shared.contains("Tea, passage 1"), "{shared}");
+        assert!(
+            shared.contains("https://en.wikipedia.org/wiki/Tea"),
+            "{shared}"
+        );
+        for private in ["/home/someone", "file://", "summaries_en-us.json", ".local"] {
+            assert!(
+                !shared.contains(private),
+                "{private} in a shared report:\n{shared}"
+            );
+        }
+    }
+
+    #[test]
+    fn markdown_escapes_untrusted_text() {
+        assert_eq!(escape_markdown("<script>[x](y)"), "\\<script\\>\\[x\\](y)");
+    }
+}

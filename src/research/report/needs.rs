@@ -1,0 +1,277 @@
+//! The reader's needs, for *What this means for you*: the profile's statements of what to
+//! emphasise and the persona checklist, each turned into a short label a sentence can name.
+
+use std::collections::BTreeSet;
+
+use super::plan::tidy_sentence;
+use super::prose::Fact;
+use crate::checks::text::{content_words, heading_debris, jaccard, NEAR_DUPLICATE_JACCARD};
+
+/// Needs answered at most: each costs a small call, and a long list reads as a form.
+pub const MAX_NEEDS: usize = 8;
+
+/// Profile criteria whose statements are needs a finding can answer. Tone, depth and style
+/// shape how a report reads; no finding answers them, so listing them as "not covered" would
+/// only be noise. `Avoid` statements are the opposite of needs.
+const NEED_CRITERIA: &[&str] = &["emphasize", "emphasise", "need", "needs"];
+
+/// The needs of a profile (the `- statement` lines under its *Emphasize* criterion, as
+/// [`crate::profile::QueryProfile::to_prompt_text`] writes them) and the persona checklist,
+/// without repeats, at most [`MAX_NEEDS`].
+pub fn needs_from(profile: &str, checklist: &[String]) -> Vec<String> {
+    let mut statements = Vec::new();
+    let mut taking = false;
+    for line in profile.lines() {
+        let line = line.trim();
+        if let Some(item) = line.strip_prefix("- ") {
+            if taking {
+                statements.push(item.trim().to_string());
+            }
+        } else if !line.is_empty() {
+            // A criterion header ("Emphasize:") or another line ("Domain: work — …").
+            let header = line.strip_suffix(':').unwrap_or("").trim().to_lowercase();
+            taking = NEED_CRITERIA.contains(&header.as_str());
+        }
+    }
+    statements.extend(checklist.iter().cloned());
+    let mut out: Vec<String> = Vec::new();
+    let mut seen: Vec<BTreeSet<String>> = Vec::new();
+    for need in statements {
+        let need = need
+            .trim()
+            .trim_end_matches(['.', ';', ','])
+            .trim()
+            .to_string();
+        let label = need_label(&need);
+        // A need with markup or brackets in it cannot be named in a clean sentence.
+        if label.split_whitespace().count() < 2 || heading_debris(&label).is_some() {
+            continue;
+        }
+        let words = content_words(&label);
+        let repeat = out.iter().any(|n| n.eq_ignore_ascii_case(&need))
+            || seen
+                .iter()
+                .any(|w| *w == words || jaccard(w, &words) >= NEAR_DUPLICATE_JACCARD);
+        if !repeat {
+            seen.push(words);
+            out.push(need);
+        }
+        if out.len() == MAX_NEEDS {
+            break;
+        }
+    }
+    out
+}
+
+/// Openers of checklist items and profile statements that say how the need was phrased, not
+/// what it is ("Covers the cost of tea" → "the cost of tea").
+const LABEL_OPENERS: &[&str] = &[
+    "covers ",
+    "cover ",
+    "covering ",
+    "includes ",
+    "explains ",
+    "discusses ",
+    "addresses ",
+    "mentions ",
+    "describes ",
+    "compares ",
+    "wants ",
+    "needs ",
+    "prefers ",
+    "is interested in ",
+    "interested in ",
+    "is looking for ",
+    "looking for ",
+    "the user wants ",
+    "the user needs ",
+    "the reader wants ",
+    "the reader needs ",
+    "i want ",
+    "i need ",
+    "i'm looking for ",
+];
+
+/// A need as a phrase that can follow "For …" or stand in a list: its phrasing opener
+/// dropped, the user's first person turned to "you", no closing punctuation.
+pub fn need_label(need: &str) -> String {
+    let mut text = crate::research::tree::one_line(need, 200)
+        .trim()
+        .trim_end_matches(['.', '!', '?', ';', ',', ':'])
+        .to_string();
+    let lower = text.to_lowercase();
+    if let Some(opener) = LABEL_OPENERS.iter().find(|o| lower.starts_with(*o)) {
+        text = text[opener.len()..].trim().to_string();
+    }
+    let swapped: Vec<String> = text
+        .split(' ')
+        .map(|w| match w {
+            "I" => "you".to_string(),
+            "I'm" => "you're".to_string(),
+            "I've" => "you've".to_string(),
+            "me" => "you".to_string(),
+            "my" | "My" => "your".to_string(),
+            "am" => "are".to_string(),
+            _ => w.to_string(),
+        })
+        .collect();
+    let text = swapped.join(" ");
+    // "The cost" → "the cost", but "AI tools" and "Japan" keep their capitals.
+    let mut chars = text.chars();
+    match (chars.next(), chars.next()) {
+        (Some(first), Some(second)) if first.is_uppercase() && second.is_lowercase() => {
+            let rest: String = text.chars().skip(1).collect();
+            let word = text.split_whitespace().next().unwrap_or("");
+            if is_common_word(word) {
+                format!("{}{rest}", first.to_lowercase())
+            } else {
+                text
+            }
+        }
+        _ => text,
+    }
+}
+
+/// Whether a capitalised first word is an ordinary word (lower-cased mid-sentence) rather
+/// than a name: a crude test that keeps names like "Japan" and lowers "The", "Cost", "How".
+fn is_common_word(word: &str) -> bool {
+    const COMMON: &[&str] = &[
+        "the",
+        "a",
+        "an",
+        "how",
+        "what",
+        "which",
+        "when",
+        "where",
+        "why",
+        "whether",
+        "cost",
+        "costs",
+        "price",
+        "prices",
+        "budget",
+        "safety",
+        "health",
+        "history",
+        "daily",
+        "best",
+        "practical",
+        "clear",
+        "simple",
+        "short",
+        "detailed",
+        "your",
+        "you",
+        "you're",
+        "you've",
+        "options",
+        "steps",
+        "tips",
+        "evidence",
+        "risks",
+        "benefits",
+        "time",
+        "quality",
+        "any",
+        "low",
+        "high",
+        "cheap",
+        "affordable",
+        "beginner",
+        "advanced",
+        "recent",
+        "current",
+    ];
+    COMMON.contains(&word.to_lowercase().as_str())
+}
+
+/// A need's finding as one sentence that names the need, for when the model's sentences fail
+/// their checks: "On the cost of tea: Prices range widely." or, for a need in the reader's own
+/// words, "Since you have a knee injury, cushioned shoes cut the load by 20%."
+pub(super) fn for_need(label: &str, fact: &Fact) -> String {
+    let text = tidy_sentence(&fact.text);
+    let first = text.split_whitespace().next().unwrap_or("");
+    let lowerable = OPENERS_TO_LOWER.contains(&first.to_lowercase().as_str());
+    if label.starts_with("you") && lowerable {
+        let mut chars = text.chars();
+        let lowered = chars
+            .next()
+            .map(|c| c.to_lowercase().collect::<String>() + chars.as_str())
+            .unwrap_or_default();
+        format!("Since {label}, {lowered}")
+    } else {
+        format!("On {label}: {text}")
+    }
+}
+
+/// First words of a finding that are lower-cased mid-sentence (not names).
+const OPENERS_TO_LOWER: &[&str] = &[
+    "the", "a", "an", "it", "its", "this", "these", "those", "there", "most", "many", "some",
+    "each", "all", "every", "one", "two", "three", "in", "on", "at", "for", "by", "when", "while",
+    "if", "after", "before", "during", "over", "under", "about", "around", "more", "less", "fewer",
+    "several", "both", "such", "their", "they", "people", "research", "studies",
+];
+
+/// The needs no finding answers, as the list the closing sentence of the needs section gives
+/// ("The sources found do not cover: a; b.").
+pub(super) fn uncovered_sentence(labels: &[String]) -> String {
+    format!("The sources found do not cover: {}.", labels.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn needs_come_from_emphasis_and_the_checklist_without_repeats() {
+        let profile = "Domain: hobby — runs on weekends\nEmphasize:\n- Has a knee injury\n- \
+                       Wants shoes under $100\nAvoid:\n- racing spikes\nTone:\n- casual\n";
+        let checklist = vec![
+            "Covers the cost of running shoes".to_string(),
+            "covers the cost of running shoes".to_string(),
+            "Covers {json}".to_string(),
+        ];
+        let needs = needs_from(profile, &checklist);
+        assert_eq!(
+            needs,
+            vec![
+                "Has a knee injury",
+                "Wants shoes under $100",
+                "Covers the cost of running shoes"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_fallback_sentence_names_the_need() {
+        let fact = |t: &str| Fact {
+            text: t.into(),
+            passages: Vec::new(),
+        };
+        assert_eq!(
+            for_need("the cost of tea", &fact("Prices range widely")),
+            "On the cost of tea: Prices range widely."
+        );
+        assert_eq!(
+            for_need(
+                "you have a knee injury",
+                &fact("The gel sole cuts the load by 20%.")
+            ),
+            "Since you have a knee injury, the gel sole cuts the load by 20%."
+        );
+        assert_eq!(
+            uncovered_sentence(&["a budget".into(), "safety".into()]),
+            "The sources found do not cover: a budget; safety."
+        );
+    }
+
+    #[test]
+    fn labels_drop_the_phrasing_and_speak_to_the_reader() {
+        assert_eq!(need_label("Covers the cost of tea."), "the cost of tea");
+        assert_eq!(need_label("I have a knee injury"), "you have a knee injury");
+        assert_eq!(need_label("Wants shoes under $100"), "shoes under $100");
+        assert_eq!(need_label("Japan's tea farms"), "Japan's tea farms");
+        assert_eq!(need_label("Budget under 50 euros"), "budget under 50 euros");
+    }
+}

@@ -1,0 +1,416 @@
+//! The report's prose: small model calls, each checked in code before its output is kept.
+//!
+//! Every call is a task a 1.5B model does reliably — connect at most three facts in a few
+//! sentences, name a section, name the report, say what facts mean for one need — answered as
+//! a one-field JSON object under a grammar. Each sentence is then checked: no debris (JSON,
+//! markup, scaffolding, a cut-off end) and the form of a statement; no near-duplicate of a
+//! sentence already in the report; supported by at least one passage its paragraph cites
+//! ([`SupportMatcher`] at [`SUPPORT_THRESHOLD`]). A call whose output fails is asked once more
+//! with the reasons; what still fails is dropped, and facts the kept sentences leave out are
+//! added in their own words, so the paragraph never loses a fact or gains an unsupported one.
+
+use std::collections::BTreeSet;
+
+use serde_json::json;
+
+use super::plan::tidy_sentence;
+use crate::checks::text::{
+    content_words, finding_form, heading_debris, jaccard, sentence_debris, split_sentences,
+    NEAR_DUPLICATE_JACCARD,
+};
+use crate::checks::{SupportMatcher, SUPPORT_THRESHOLD};
+use crate::embed::Embedder;
+use crate::llm::{complete_schema, Completion, GenerationOptions, Llm, Message};
+use crate::research::tree::one_line;
+use crate::research::ResearchError;
+
+/// Longest paragraph a call may write (characters): four long sentences.
+const MAX_PROSE_CHARS: usize = 600;
+/// Tokens allowed for a paragraph: the longest text at about 1.5 characters a token, plus
+/// the JSON around it, so the grammar's bound stops the model before `max_tokens` does.
+const PROSE_TOKENS: u32 = 420;
+/// Longest heading or title (characters, words).
+const MAX_HEADING_CHARS: usize = 70;
+const MAX_HEADING_WORDS: usize = 8;
+const MAX_TITLE_WORDS: usize = 12;
+/// A fact counts as said by a paragraph when this share of its content words is in it.
+const FACT_COVERED: f64 = 0.6;
+
+/// A learning as the writer sees it: its sentence and the passages it cites.
+#[derive(Debug, Clone)]
+pub(super) struct Fact {
+    pub text: String,
+    pub passages: Vec<String>,
+}
+
+/// Writes the report's prose, remembering every sentence kept so none is said twice.
+pub(super) struct Writer<'a> {
+    llm: &'a dyn Llm,
+    support: SupportMatcher<'a>,
+    /// Content words of every sentence kept so far.
+    said: Vec<BTreeSet<String>>,
+    /// Content words of the title and the headings so far.
+    headings: Vec<BTreeSet<String>>,
+    pub completions: Vec<Completion>,
+}
+
+fn field_schema(field: &str, min: usize, max: usize) -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {field: crate::llm::grammar::prose_string(min, max)},
+        "required": [field],
+    })
+}
+
+/// Facts as the numbered list a prompt shows.
+pub(super) fn numbered(facts: &[Fact]) -> String {
+    facts
+        .iter()
+        .enumerate()
+        .map(|(i, f)| format!("{}. {}", i + 1, one_line(&f.text, 300)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl<'a> Writer<'a> {
+    pub fn new(llm: &'a dyn Llm, embedder: &'a dyn Embedder) -> Self {
+        Writer {
+            llm,
+            support: SupportMatcher::new(embedder, SUPPORT_THRESHOLD),
+            said: Vec::new(),
+            headings: Vec::new(),
+            completions: Vec::new(),
+        }
+    }
+
+    /// One call for a one-field JSON object: the field's text, or why there is none.
+    fn call(
+        &mut self,
+        prompt: String,
+        field: &str,
+        max_chars: usize,
+        max_tokens: u32,
+    ) -> Result<Result<String, String>, ResearchError> {
+        let reply = complete_schema::<serde_json::Value>(
+            self.llm,
+            vec![Message::user(prompt)],
+            GenerationOptions::greedy(max_tokens),
+            field_schema(field, 3, max_chars),
+        )?;
+        self.completions.push(reply.completion);
+        Ok(match reply.parsed {
+            Ok(value) => match value.get(field).and_then(|v| v.as_str()) {
+                Some(text) if !text.trim().is_empty() => Ok(text.trim().to_string()),
+                _ => Err("the answer was empty".into()),
+            },
+            Err(e) => {
+                tracing::debug!("report: unusable answer: {e}");
+                Err("the answer was cut off before it ended; write less".into())
+            }
+        })
+    }
+
+    /// Why a sentence cannot go into the report, if it cannot.
+    fn sentence_problem(
+        &self,
+        sentence: &str,
+        passages: &[&str],
+        kept: &[String],
+    ) -> Result<Option<String>, ResearchError> {
+        if let Some(why) = sentence_debris(sentence).or_else(|| finding_form(sentence)) {
+            return Ok(Some(why));
+        }
+        if self.repeats(sentence, kept) {
+            return Ok(Some("it repeats a sentence already in the report".into()));
+        }
+        for passage in passages {
+            if self.support.supports(sentence, passage)? {
+                return Ok(None);
+            }
+        }
+        Ok(Some(
+            "it says something the facts do not say; keep to the facts".into(),
+        ))
+    }
+
+    /// Whether `sentence` near-duplicates one already in the report or in `kept`.
+    fn repeats(&self, sentence: &str, kept: &[String]) -> bool {
+        let words = content_words(sentence);
+        let kept_words: Vec<BTreeSet<String>> = kept.iter().map(|s| content_words(s)).collect();
+        self.said
+            .iter()
+            .chain(&kept_words)
+            .any(|w| jaccard(w, &words) >= NEAR_DUPLICATE_JACCARD)
+    }
+
+    /// Sentences for `facts` from the prompt `render` makes (given the problems of the last
+    /// answer), checked, asked once more with the reasons when some fail. Facts the kept
+    /// sentences leave out (or all of them, when nothing passed) are added as the first of the
+    /// `fallback` texts that passes, unless that would repeat the report. Returns the sentences and which
+    /// facts they state.
+    pub fn prose(
+        &mut self,
+        render: &dyn Fn(&str) -> Result<String, ResearchError>,
+        facts: &[Fact],
+        fallback: &dyn Fn(&Fact) -> Vec<String>,
+    ) -> Result<(Vec<String>, Vec<usize>), ResearchError> {
+        let mut passages: Vec<&str> = Vec::new();
+        for p in facts.iter().flat_map(|f| f.passages.iter()) {
+            if !passages.contains(&p.as_str()) {
+                passages.push(p);
+            }
+        }
+        let mut best: Vec<String> = Vec::new();
+        let mut problems = String::new();
+        for attempt in 0..2 {
+            let prompt = render(&problems)?;
+            let text = match self.call(prompt, "text", MAX_PROSE_CHARS, PROSE_TOKENS)? {
+                Ok(text) => text,
+                Err(why) => {
+                    problems = format!("- {why}");
+                    continue;
+                }
+            };
+            let mut kept: Vec<String> = Vec::new();
+            let mut failed: Vec<String> = Vec::new();
+            for sentence in split_sentences(&text) {
+                match self.sentence_problem(&sentence, &passages, &kept)? {
+                    None => kept.push(sentence),
+                    Some(why) => {
+                        tracing::debug!("report: sentence refused ({why}): {sentence}");
+                        failed.push(format!("- \"{}\": {why}", one_line(&sentence, 160)));
+                    }
+                }
+            }
+            if !kept.is_empty() && kept.len() >= best.len() {
+                best = kept;
+            }
+            if failed.is_empty() && !best.is_empty() {
+                break;
+            }
+            if attempt == 0 {
+                tracing::debug!("report: asking again, {} sentence(s) refused", failed.len());
+            }
+            problems = if failed.is_empty() {
+                "- the answer had no sentence".into()
+            } else {
+                failed.join("\n")
+            };
+        }
+        // Each fact is stated: by a kept sentence, or else in its own words.
+        let mut sentences = best;
+        let mut stated = Vec::new();
+        for (i, fact) in facts.iter().enumerate() {
+            let words = content_words(&fact.text);
+            let said_by_prose = !words.is_empty() && {
+                let prose: BTreeSet<String> =
+                    sentences.iter().flat_map(|s| content_words(s)).collect();
+                words.intersection(&prose).count() as f64 / words.len() as f64 >= FACT_COVERED
+            };
+            if said_by_prose {
+                stated.push(i);
+                continue;
+            }
+            // The fallbacks in order of preference: each but the last must also be supported
+            // by the fact's passages; the last is the fact itself, supported when learned.
+            let options = fallback(fact);
+            for (k, option) in options.iter().enumerate() {
+                let own: Vec<String> = split_sentences(option);
+                let mut clean = !own.is_empty()
+                    && own.iter().all(|s| sentence_debris(s).is_none())
+                    && !own.iter().any(|s| self.repeats(s, &sentences));
+                if clean && k + 1 < options.len() {
+                    let passages: Vec<&str> = fact.passages.iter().map(String::as_str).collect();
+                    for s in &own {
+                        let mut ok = false;
+                        for p in &passages {
+                            ok |= self.support.supports(s, p)?;
+                        }
+                        clean &= ok;
+                    }
+                }
+                if clean {
+                    sentences.extend(own);
+                    stated.push(i);
+                    break;
+                }
+            }
+        }
+        for s in &sentences {
+            self.said.push(content_words(s));
+        }
+        Ok((sentences, stated))
+    }
+
+    /// A heading (or the title, `title` set) from the prompt `render` makes, checked and asked
+    /// once more with the reasons; else `fallback` tidied.
+    pub fn heading(
+        &mut self,
+        render: &dyn Fn(&str) -> Result<String, ResearchError>,
+        field: &str,
+        avoid: &str,
+        fallback: &str,
+        title: bool,
+    ) -> Result<String, ResearchError> {
+        let max_words = if title {
+            MAX_TITLE_WORDS
+        } else {
+            MAX_HEADING_WORDS
+        };
+        let mut problems = String::new();
+        for _ in 0..2 {
+            let prompt = render(&problems)?;
+            let answer = self.call(prompt, field, MAX_HEADING_CHARS, 40)?;
+            let why = match answer {
+                Ok(text) => {
+                    // Quotes and a full stop are harmless; a cut-off end is refused, not
+                    // repaired, since what was cut is lost.
+                    let heading = one_line(&text, 200)
+                        .trim_matches(['"', '\'', '“', '”', ' '])
+                        .trim_end_matches('.')
+                        .to_string();
+                    match self.heading_problem(&heading, avoid, max_words, title) {
+                        None => {
+                            self.headings.push(content_words(&heading));
+                            return Ok(heading);
+                        }
+                        Some(why) => format!("- \"{}\": {why}", one_line(&text, 100)),
+                    }
+                }
+                Err(why) => format!("- {why}"),
+            };
+            tracing::debug!("report: {field} refused: {why}");
+            problems = why;
+        }
+        // The report's own question is a fine title as it stands.
+        let flat = one_line(fallback, 200);
+        let mut heading = if title
+            && heading_debris(&flat).is_none()
+            && flat.split_whitespace().count() <= 2 * MAX_TITLE_WORDS
+        {
+            flat
+        } else {
+            // A question as a heading reads better whole than cut at eight words.
+            tidy_heading(fallback, MAX_TITLE_WORDS)
+        };
+        if heading_debris(&heading).is_some() {
+            heading = "Further findings".into();
+        }
+        self.headings.push(content_words(&heading));
+        Ok(heading)
+    }
+
+    fn heading_problem(
+        &self,
+        heading: &str,
+        avoid: &str,
+        max_words: usize,
+        title: bool,
+    ) -> Option<String> {
+        if let Some(why) = heading_debris(heading) {
+            return Some(why);
+        }
+        let words = heading.split_whitespace().count();
+        if words > max_words {
+            return Some(format!("too long ({words} words; at most {max_words})"));
+        }
+        if heading.ends_with('?') {
+            return Some("a question; name the topic instead".into());
+        }
+        let mine = content_words(heading);
+        // A small model copies the prompt's field name ("The heading") as its answer.
+        let placeholders = content_words("heading title text section topic report");
+        if mine.is_subset(&placeholders) {
+            return Some("it names nothing; name the topic of the facts".into());
+        }
+        let same = |other: &BTreeSet<String>| {
+            *other == mine || jaccard(other, &mine) >= NEAR_DUPLICATE_JACCARD
+        };
+        if !title && same(&content_words(avoid)) {
+            return Some("it restates the report's question; name this section's topic".into());
+        }
+        if self.headings.iter().any(same) {
+            return Some("it repeats an earlier heading".into());
+        }
+        None
+    }
+}
+
+/// Words a heading cannot end on (it was cut off there).
+const CANNOT_END: &[&str] = &[
+    "a", "an", "the", "and", "or", "of", "to", "in", "on", "for", "with", "by", "from", "as", "at",
+    "but", "that", "which", "its", "their", "is", "are", "was", "were", "do", "does", "should",
+    "can", "i", "my", "your",
+];
+
+/// A heading from any text: one line, no quotes or closing punctuation, at most `max_words`
+/// words, not ending on a word that cannot end one, a capital first.
+pub(super) fn tidy_heading(text: &str, max_words: usize) -> String {
+    let flat = one_line(text, 400);
+    let cleaned: String = flat
+        .chars()
+        .filter(|c| {
+            !matches!(
+                c,
+                '"' | '“' | '”' | '*' | '#' | '`' | '[' | ']' | '{' | '}' | '<' | '>'
+            )
+        })
+        .collect();
+    let mut joined = cleaned
+        .split_whitespace()
+        .take(max_words)
+        .collect::<Vec<_>>()
+        .join(" ");
+    // An unclosed bracket left by the cut goes with what follows it.
+    if joined.matches('(').count() > joined.matches(')').count() {
+        joined.truncate(joined.rfind('(').unwrap_or(joined.len()));
+    }
+    let mut words: Vec<&str> = joined.split_whitespace().collect();
+    while let Some(last) = words.last() {
+        let bare = last
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase();
+        if bare.is_empty() || CANNOT_END.contains(&bare.as_str()) {
+            words.pop();
+        } else {
+            break;
+        }
+    }
+    let joined = words
+        .join(" ")
+        .trim_end_matches(['.', '?', '!', ',', ';', ':', '-', '–', '…'])
+        .trim()
+        .to_string();
+    let mut chars = joined.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().collect::<String>() + chars.as_str(),
+        None => String::new(),
+    }
+}
+
+/// A fact in its own words, for a paragraph.
+pub(super) fn own_words(fact: &Fact) -> Vec<String> {
+    vec![tidy_sentence(&fact.text)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headings_are_tidied_from_questions() {
+        assert_eq!(
+            tidy_heading("How does the cost of tea vary across markets?", 12),
+            "How does the cost of tea vary across markets"
+        );
+        assert_eq!(
+            tidy_heading("What role did religion play in the spread of the press", 8),
+            "What role did religion play in the spread"
+        );
+        assert_eq!(tidy_heading("\"**Costs** (1450", 8), "Costs");
+        assert_eq!(
+            tidy_heading("Religion and the (from: Printing", 8),
+            "Religion"
+        );
+    }
+}

@@ -1,0 +1,386 @@
+//! The writer's logic with a scripted model and a bag-of-words embedder: learnings placed
+//! once, a refused paragraph asked again with its reasons, the learnings' own words when the
+//! model cannot write, and the needs the sources do not cover said in one plain sentence.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use super::*;
+use crate::checks::text::{heading_debris, is_content, near_duplicates, split_sentences};
+use crate::embed::EmbedError;
+use crate::llm::{CancelToken, FinishReason, LlmError, Request, Timing, Usage};
+use crate::research::tree::{FollowUp, Origin};
+
+/// Content words hashed into buckets: texts with the same words embed alike.
+struct Words;
+
+impl Embedder for Words {
+    fn dimensions(&self) -> usize {
+        256
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vec![0f32; 256];
+                for w in crate::checks::text::content_words(t) {
+                    let h = w.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+                        (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
+                    });
+                    v[(h % 256) as usize] += 1.0;
+                }
+                v
+            })
+            .collect())
+    }
+}
+
+/// Answers each prompt with what `answer` returns, keeping every prompt.
+struct Script {
+    answer: Box<dyn Fn(&str) -> String + Send + Sync>,
+    prompts: Mutex<Vec<String>>,
+}
+
+impl Script {
+    fn new(answer: impl Fn(&str) -> String + Send + Sync + 'static) -> Self {
+        Script {
+            answer: Box::new(answer),
+            prompts: Mutex::new(Vec::new()),
+        }
+    }
+    fn prompts(&self, kind: &str) -> Vec<String> {
+        self.prompts
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|p| p.contains(kind))
+            .cloned()
+            .collect()
+    }
+}
+
+impl Llm for Script {
+    fn model_name(&self) -> &str {
+        "script"
+    }
+    fn complete(
+        &self,
+        request: &Request,
+        _on_text: &mut dyn FnMut(&str),
+        _cancel: &CancelToken,
+    ) -> Result<Completion, LlmError> {
+        let prompt = request.messages.last().unwrap().content.clone();
+        self.prompts.lock().unwrap().push(prompt.clone());
+        let text = (self.answer)(&prompt);
+        Ok(Completion {
+            usage: Usage {
+                prompt_tokens: prompt.len() as u64 / 4,
+                generated_tokens: text.len() as u64 / 4,
+                calls: 1,
+                ..Usage::default()
+            },
+            text,
+            timing: Timing::default(),
+            finish: FinishReason::Stop,
+        })
+    }
+}
+
+const PARAGRAPH: &str = "You write one paragraph of a research report";
+const NEED: &str = "You tell one reader what research facts mean";
+const RETRY: &str = "Your last answer had these problems";
+
+/// The facts a prompt lists, without their numbers.
+fn facts_of(prompt: &str) -> Vec<String> {
+    let after = prompt.split_once("Facts").map(|(_, r)| r).unwrap_or("");
+    after
+        .lines()
+        .skip(1)
+        .map_while(|l| l.split_once(". ").map(|(_, t)| t.to_string()))
+        .collect()
+}
+
+fn json_text(field: &str, text: &str) -> String {
+    serde_json::json!({ field: text }).to_string()
+}
+
+/// A model that copies the facts back as its prose, and names things plainly.
+fn faithful(prompt: &str) -> String {
+    if prompt.contains(PARAGRAPH) || prompt.contains(NEED) {
+        json_text("text", &facts_of(prompt).join(" "))
+    } else if prompt.contains("\"heading\"") {
+        let first = facts_of(prompt).first().cloned().unwrap_or_default();
+        let words: Vec<&str> = first.split_whitespace().take(2).collect();
+        json_text("heading", &words.join(" "))
+    } else {
+        json_text("title", "Brewing tea at home")
+    }
+}
+
+struct Fixture {
+    tree: Tree,
+    learnings: Vec<Learning>,
+    evidence: BTreeMap<String, Evidence>,
+}
+
+/// A root with two directions; each learning cites a passage that says exactly it.
+fn fixture(directions: &[(&str, &[&str])]) -> Fixture {
+    let mut tree = Tree::new("How should I brew tea?");
+    let mut learnings = Vec::new();
+    let mut evidence = BTreeMap::new();
+    for (question, texts) in directions {
+        let node = tree.add_child(
+            0,
+            &FollowUp {
+                question: question.to_string(),
+                confidence: 0.9,
+                tags: Vec::new(),
+                wild_card: false,
+            },
+            Origin::Planned,
+        );
+        for text in *texts {
+            let id = learnings.len();
+            let key = format!("doc{id}");
+            evidence.insert(
+                key.clone(),
+                Evidence {
+                    target: CitationTarget::Document {
+                        path: format!("/notes/{key}.md"),
+                        chunk: 0,
+                        page: None,
+                        url: None,
+                        name: Some(format!("{key}.md")),
+                    },
+                    title: format!("Notes {id}"),
+                    text: format!("{text} This passage is about tea."),
+                    score: 1.0,
+                },
+            );
+            learnings.push(Learning {
+                id,
+                node,
+                text: text.to_string(),
+                sources: vec![key],
+            });
+            tree.nodes[node].learnings.push(id);
+        }
+    }
+    Fixture {
+        tree,
+        learnings,
+        evidence,
+    }
+}
+
+const GREEN: &[&str] = &[
+    "Green tea is brewed at 70 to 80 degrees for two minutes.",
+    "Japanese sencha is steamed soon after picking to keep it green.",
+    "Matcha is whisked from powdered shade-grown leaves.",
+];
+const BLACK: &[&str] = &[
+    "Black tea is brewed with boiling water for four minutes.",
+    // The first green-tea learning again, in other words.
+    "For two minutes, green tea is brewed at 70 to 80 degrees.",
+    "Assam black tea is grown in the lowlands of India.",
+    "Ceylon black tea comes from Sri Lanka's hill estates.",
+];
+
+fn write_with(llm: &dyn Llm, f: &Fixture, needs: &[String]) -> (Report, Vec<Completion>) {
+    let persona = Persona::default();
+    let input = ReportInput {
+        query: "How should I brew tea?",
+        persona: &persona,
+        profile: "",
+        needs,
+        tree: &f.tree,
+        learnings: &f.learnings,
+        evidence: &f.evidence,
+        current_date: "2025-05-01",
+    };
+    write(llm, &Words, &input, &mut |_, _| {}).unwrap()
+}
+
+/// Every sentence and heading of a report, with what the quality evaluation checks.
+fn assert_clean(report: &Report) {
+    for h in std::iter::once(&report.title).chain(report.sections.iter().map(|s| &s.heading)) {
+        assert!(heading_debris(h).is_none(), "heading debris: {h}");
+    }
+    let paragraphs: Vec<&Paragraph> = std::iter::once(&report.summary)
+        .chain(report.sections.iter().flat_map(|s| s.paragraphs.iter()))
+        .collect();
+    let sentences: Vec<String> = paragraphs
+        .iter()
+        .flat_map(|p| split_sentences(&p.text))
+        .collect();
+    for s in &sentences {
+        assert!(
+            sentence_debris(s).is_none(),
+            "debris: {s}\n{}",
+            report.markdown
+        );
+    }
+    let content: Vec<&str> = sentences
+        .iter()
+        .map(String::as_str)
+        .filter(|s| is_content(s))
+        .collect();
+    let repeated: Vec<&str> = content
+        .iter()
+        .zip(near_duplicates(&content))
+        .filter(|(_, d)| *d)
+        .map(|(s, _)| *s)
+        .collect();
+    assert!(
+        repeated.is_empty(),
+        "repeated: {repeated:?}\n{}",
+        report.markdown
+    );
+    assert!(report.closing.is_empty());
+    for n in report.cited_numbers() {
+        assert!(report.references.iter().any(|r| r.number == n));
+    }
+}
+
+#[test]
+fn learnings_that_say_the_same_are_placed_once() {
+    let f = fixture(&[
+        ("How is green tea brewed?", GREEN),
+        ("What about black tea?", BLACK),
+    ]);
+    let llm = Script::new(faithful);
+    let (report, completions) = write_with(&llm, &f, &[]);
+    assert_clean(&report);
+    assert!(
+        !report.markdown.contains("For two minutes"),
+        "{}",
+        report.markdown
+    );
+    // Every other learning is in the report once.
+    for text in GREEN
+        .iter()
+        .chain(BLACK)
+        .filter(|t| !t.starts_with("For two"))
+    {
+        assert_eq!(
+            report.markdown.matches(text).count(),
+            1,
+            "{text}\n{}",
+            report.markdown
+        );
+    }
+    // The summary opens with a learning of each direction; the sections hold the rest.
+    assert_eq!(report.summary.citations.len(), 2);
+    assert_eq!(report.sections.len(), 2);
+    assert_eq!(report.title, "Brewing tea at home");
+    // Nothing was refused: one call per paragraph, heading and title.
+    assert_eq!(llm.prompts(RETRY).len(), 0);
+    assert_eq!(completions.len(), llm.prompts.lock().unwrap().len());
+}
+
+#[test]
+fn a_refused_paragraph_is_asked_again_with_the_reasons() {
+    let f = fixture(&[("How is green tea brewed?", GREEN)]);
+    let llm = Script::new(|prompt| {
+        if prompt.contains(PARAGRAPH) && !prompt.contains(RETRY) {
+            // An invented claim, and a repeat of it.
+            json_text(
+                "text",
+                "Tea was first brewed on the moon by astronauts in 2020. Tea was first \
+                 brewed on the moon by astronauts in 2020.",
+            )
+        } else {
+            faithful(prompt)
+        }
+    });
+    let (report, _) = write_with(&llm, &f, &[]);
+    assert_clean(&report);
+    assert!(!report.markdown.contains("moon"), "{}", report.markdown);
+    let retries = llm.prompts(RETRY);
+    assert!(!retries.is_empty());
+    assert!(retries[0].contains("\"Tea was first brewed on the moon by astronauts in 2020.\""));
+    assert!(
+        retries[0].contains("the facts do not say"),
+        "{}",
+        retries[0]
+    );
+    // Asked once more, not again.
+    assert_eq!(
+        llm.prompts(PARAGRAPH).len(),
+        2 * llm
+            .prompts(PARAGRAPH)
+            .iter()
+            .filter(|p| !p.contains(RETRY))
+            .count()
+    );
+}
+
+#[test]
+fn a_model_that_cannot_write_leaves_the_learnings_own_words() {
+    let f = fixture(&[
+        ("How is green tea brewed?", GREEN),
+        ("What about black tea?", BLACK),
+    ]);
+    // Debris for every answer: JSON inside the text, a cut-off heading.
+    let llm = Script::new(|prompt| {
+        if prompt.contains("\"heading\"") || prompt.contains("\"title\"") {
+            json_text("heading", "The brewing of the")
+        } else {
+            json_text("text", "} ] {\"text\": the tea (from: Notes 1")
+        }
+    });
+    let (report, _) = write_with(&llm, &f, &[]);
+    assert_clean(&report);
+    for text in GREEN {
+        assert!(
+            report.markdown.contains(text),
+            "{text}\n{}",
+            report.markdown
+        );
+    }
+    // Each paragraph cites the learnings it states; headings fall back to the questions.
+    assert!(report
+        .sections
+        .iter()
+        .all(|s| s.paragraphs.iter().all(|p| !p.citations.is_empty())));
+    assert_eq!(report.sections[0].heading, "How is green tea brewed");
+    assert_eq!(report.title, "How should I brew tea?");
+}
+
+#[test]
+fn needs_get_their_findings_or_one_plain_sentence() {
+    let f = fixture(&[
+        ("How is green tea brewed?", GREEN),
+        ("What about black tea?", BLACK),
+    ]);
+    let llm = Script::new(faithful);
+    let needs = vec![
+        "Covers where black tea is grown in India".to_string(),
+        "Covers flying cars".to_string(),
+        "Covers electric bicycles".to_string(),
+    ];
+    let (report, _) = write_with(&llm, &f, &needs);
+    assert_clean(&report);
+    let section = report.sections.last().unwrap();
+    assert_eq!(section.heading, NEEDS_HEADING);
+    // The Assam learning answers the first need, here and nowhere else.
+    assert!(
+        section.paragraphs[0].text.contains("Assam"),
+        "{}",
+        report.markdown
+    );
+    assert!(!section.paragraphs[0].citations.is_empty());
+    assert_eq!(
+        report.markdown.matches("Assam").count(),
+        1,
+        "{}",
+        report.markdown
+    );
+    let last = section.paragraphs.last().unwrap();
+    assert_eq!(
+        last.text,
+        "The sources found do not cover: flying cars; electric bicycles."
+    );
+    assert!(last.citations.is_empty());
+    assert!(report.markdown.contains("## What this means for you"));
+}

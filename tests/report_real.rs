@@ -1,0 +1,297 @@
+//! The report writer with the real models (SmolLM2-135M and all-MiniLM-L6-v2): even a model
+//! this small, with little to say, leaves nothing that looks broken — no debris, no sentence
+//! said twice — and the thresholds of the assembly hold on real embeddings.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use rudder::checks::text::{
+    heading_debris, is_content, near_duplicates, sentence_debris, split_sentences,
+};
+use rudder::checks::{SupportMatcher, SUPPORT_THRESHOLD};
+use rudder::embed::{cosine, Embedder, FastEmbedder};
+use rudder::research::report::{self, ReportInput, DUPLICATE_COSINE, NEED_MATCH_COSINE};
+use rudder::research::tree::{FollowUp, Learning, Origin, Tree};
+use rudder::research::Persona;
+use rudder::sources::{CitationTarget, Evidence};
+
+/// (direction question, [(learning, passage)]).
+type Direction = (&'static str, &'static [(&'static str, &'static str)]);
+
+const DIRECTIONS: &[Direction] = &[
+    (
+        "How is green tea brewed?",
+        &[
+            (
+                "Green tea is brewed at 70 to 80 degrees Celsius for two to three minutes.",
+                "Green tea is best brewed at 70 to 80 degrees Celsius for two to three minutes. \
+                 Boiling water scorches green tea leaves and makes the cup bitter.",
+            ),
+            (
+                "Boiling water scorches green tea leaves and makes the cup bitter.",
+                "Green tea is best brewed at 70 to 80 degrees Celsius for two to three minutes. \
+                 Boiling water scorches green tea leaves and makes the cup bitter.",
+            ),
+            (
+                "Japanese sencha is steamed soon after picking, which keeps its colour green.",
+                "Sencha, the most common Japanese tea, is steamed soon after picking. Steaming \
+                 stops oxidation and keeps the leaves green.",
+            ),
+        ],
+    ),
+    (
+        "What does good tea cost?",
+        &[
+            (
+                "Loose-leaf black tea costs about 10 to 20 euros per 100 grams in specialist shops.",
+                "In specialist shops loose-leaf black tea costs about 10 to 20 euros per 100 \
+                 grams, while supermarket tea bags cost far less per cup.",
+            ),
+            (
+                "Supermarket tea bags cost far less per cup than loose-leaf tea.",
+                "In specialist shops loose-leaf black tea costs about 10 to 20 euros per 100 \
+                 grams, while supermarket tea bags cost far less per cup.",
+            ),
+            (
+                "Loose black tea in specialist shops is priced at roughly 10 to 20 euros for 100 grams.",
+                "In specialist shops loose-leaf black tea costs about 10 to 20 euros per 100 \
+                 grams, while supermarket tea bags cost far less per cup.",
+            ),
+        ],
+    ),
+];
+
+fn fixture() -> (Tree, Vec<Learning>, BTreeMap<String, Evidence>) {
+    let mut tree = Tree::new("How should I brew tea at home?");
+    let mut learnings = Vec::new();
+    let mut evidence = BTreeMap::new();
+    for (question, items) in DIRECTIONS {
+        let node = tree.add_child(
+            0,
+            &FollowUp {
+                question: question.to_string(),
+                confidence: 0.9,
+                tags: Vec::new(),
+                wild_card: false,
+            },
+            Origin::Planned,
+        );
+        for (text, passage) in *items {
+            let key = format!("doc:{}", evidence.len());
+            let key = evidence
+                .iter()
+                .find(|(_, e): &(&String, &Evidence)| e.text == *passage)
+                .map(|(k, _)| k.clone())
+                .unwrap_or(key);
+            evidence.entry(key.clone()).or_insert_with(|| Evidence {
+                target: CitationTarget::Document {
+                    path: format!("/tmp/{key}.md"),
+                    chunk: 0,
+                    page: None,
+                    url: None,
+                    name: Some(format!("{key}.md")),
+                },
+                title: question.to_string(),
+                text: passage.to_string(),
+                score: 1.0,
+            });
+            let id = learnings.len();
+            learnings.push(Learning {
+                id,
+                node,
+                text: text.to_string(),
+                sources: vec![key],
+            });
+            tree.nodes[node].learnings.push(id);
+        }
+    }
+    (tree, learnings, evidence)
+}
+
+#[test]
+fn a_small_model_writes_a_report_with_no_debris_and_no_repeats() {
+    let models = common::store();
+    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
+    let llm = common::small_model();
+    let (tree, learnings, evidence) = fixture();
+    let persona = Persona::default();
+    let needs = vec![
+        "Covers the cost of loose-leaf tea".to_string(),
+        "Covers caffeine and sleep".to_string(),
+    ];
+    let input = ReportInput {
+        query: "How should I brew tea at home?",
+        persona: &persona,
+        profile: "",
+        needs: &needs,
+        tree: &tree,
+        learnings: &learnings,
+        evidence: &evidence,
+        current_date: "2025-05-01",
+    };
+    let (report, completions) = report::write(&llm, &embedder, &input, &mut |_, _| {}).unwrap();
+    eprintln!("{}", report.markdown);
+    assert!(!completions.is_empty());
+
+    for h in std::iter::once(&report.title).chain(report.sections.iter().map(|s| &s.heading)) {
+        assert!(heading_debris(h).is_none(), "heading debris: {h:?}");
+    }
+    let paragraphs: Vec<&report::Paragraph> = std::iter::once(&report.summary)
+        .chain(report.sections.iter().flat_map(|s| s.paragraphs.iter()))
+        .collect();
+    let mut content = Vec::new();
+    let support = SupportMatcher::new(&embedder, SUPPORT_THRESHOLD);
+    let (mut cited, mut supported) = (0, 0);
+    for p in &paragraphs {
+        let passages: Vec<&str> = p
+            .citations
+            .iter()
+            .filter_map(|n| report.references.iter().find(|r| r.number == *n))
+            .map(|r| evidence[&r.key].text.as_str())
+            .collect();
+        for s in split_sentences(&p.text) {
+            assert!(sentence_debris(&s).is_none(), "debris: {s:?}");
+            if is_content(&s) {
+                if !passages.is_empty() {
+                    cited += 1;
+                    let ok = passages
+                        .iter()
+                        .any(|passage| support.supports(&s, passage).unwrap());
+                    if !ok {
+                        eprintln!("unsupported: {s}");
+                    }
+                    supported += usize::from(ok);
+                }
+                content.push(s);
+            }
+        }
+    }
+    let refs: Vec<&str> = content.iter().map(String::as_str).collect();
+    let repeated: Vec<&str> = refs
+        .iter()
+        .zip(near_duplicates(&refs))
+        .filter(|(_, d)| *d)
+        .map(|(s, _)| *s)
+        .collect();
+    assert!(repeated.is_empty(), "repeated sentences: {repeated:?}");
+    // The paraphrased price learning is placed once.
+    assert!(
+        !report.markdown.contains("is priced at roughly"),
+        "{}",
+        report.markdown
+    );
+    // Caffeine is not in the sources: said plainly, once, uncited.
+    let needs_section = report.sections.last().unwrap();
+    assert_eq!(needs_section.heading, report::NEEDS_HEADING);
+    let last = needs_section.paragraphs.last().unwrap();
+    assert_eq!(
+        last.text,
+        "The sources found do not cover: caffeine and sleep."
+    );
+    assert!(report.closing.is_empty());
+    // Cited sentences are the model's checked prose or the learnings themselves (which the
+    // research node has already held against their passages).
+    eprintln!("citation support {supported}/{cited}");
+    assert!(
+        supported * 10 >= cited * 8,
+        "citation support {supported}/{cited}"
+    );
+}
+
+/// The assembly's embedding thresholds on examples: a need and a learning on its subject
+/// against one on the same topic but not the need; a paraphrase against two related facts.
+#[test]
+fn assembly_thresholds_separate_examples_on_real_embeddings() {
+    let models = common::store();
+    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
+    let cos = |a: &str, b: &str| {
+        let v = embedder.embed(&[a, b]).unwrap();
+        cosine(&v[0], &v[1])
+    };
+    let need_pairs = [
+        (
+            "the cost of loose-leaf tea",
+            "Loose-leaf black tea costs about 10 to 20 euros per 100 grams in specialist shops.",
+            true,
+        ),
+        (
+            "the cost of running shoes",
+            "Entry-level running shoes cost between 60 and 90 dollars.",
+            true,
+        ),
+        // Answers by inference the embedding does not make (0.40): left unmatched, the price
+        // of no false matches.
+        (
+            "you have a knee injury",
+            "Cushioned running shoes reduce the load on injured knees.",
+            false,
+        ),
+        (
+            "the cost of loose-leaf tea",
+            "Green tea is brewed at 70 to 80 degrees Celsius for two to three minutes.",
+            false,
+        ),
+        (
+            "caffeine and sleep",
+            "Japanese sencha is steamed soon after picking, which keeps its colour green.",
+            false,
+        ),
+        (
+            "you have a knee injury",
+            "Trail shoes have deeper lugs for grip on mud.",
+            false,
+        ),
+        (
+            "brewing for guests",
+            "A large teapot serves six cups at once.",
+            false,
+        ),
+        (
+            "brewing for guests",
+            "Tea plants grow best on misty hillsides.",
+            false,
+        ),
+        (
+            "safety of herbal tea in pregnancy",
+            "Some herbal teas such as liquorice are not advised during pregnancy.",
+            true,
+        ),
+        (
+            "safety of herbal tea in pregnancy",
+            "Herbal tea is made from flowers, fruit and herbs rather than tea leaves.",
+            false,
+        ),
+    ];
+    let scored: Vec<(f32, bool, &str, &str)> = need_pairs
+        .iter()
+        .map(|&(need, learning, answers)| (cos(need, learning), answers, need, learning))
+        .collect();
+    for (c, answers, need, learning) in &scored {
+        eprintln!("need {c:.3} {answers}: {need} / {learning}");
+    }
+    for (c, answers, need, learning) in &scored {
+        assert_eq!(
+            *c >= NEED_MATCH_COSINE,
+            *answers,
+            "{c:.3}: {need} / {learning}"
+        );
+    }
+    let duplicate_pairs = [
+        ("Loose-leaf black tea costs about 10 to 20 euros per 100 grams in specialist shops.", "Loose black tea in specialist shops is priced at roughly 10 to 20 euros for 100 grams.", true),
+        ("Green tea is brewed at 70 to 80 degrees Celsius for two to three minutes.", "Boiling water scorches green tea leaves and makes the cup bitter.", false),
+        ("Loose-leaf black tea costs about 10 to 20 euros per 100 grams in specialist shops.", "Supermarket tea bags cost far less per cup than loose-leaf tea.", false),
+        ("Green tea is brewed at 70 to 80 degrees Celsius for two to three minutes.", "Steep green tea for two to three minutes in water at 70 to 80 degrees Celsius.", true),
+        ("Green tea is brewed at 70 to 80 degrees Celsius for two to three minutes.", "Black tea is brewed with boiling water for four to five minutes.", false),
+    ];
+    let scored: Vec<(f32, bool, &str, &str)> = duplicate_pairs
+        .iter()
+        .map(|&(a, b, same)| (cos(a, b), same, a, b))
+        .collect();
+    for (c, same, a, b) in &scored {
+        eprintln!("duplicate {c:.3} {same}: {a} / {b}");
+    }
+    for (c, same, a, b) in &scored {
+        assert_eq!(*c >= DUPLICATE_COSINE, *same, "{c:.3}: {a} / {b}");
+    }
+}
