@@ -263,6 +263,9 @@ pub fn research(
             "learnings refused as not findings or not supported by their passages"
         );
     }
+    if kept.is_empty() {
+        kept = quoted_learnings(embedder, ctx.question, evidence, &shown)?;
+    }
     kept.truncate(MAX_LEARNINGS);
     for (text, idx) in &mut kept {
         if idx
@@ -324,6 +327,59 @@ fn check_learnings(
         }
     }
     Ok((kept, rejected))
+}
+
+/// Most sentences quoted when the model's own learnings all fail.
+const MAX_QUOTED: usize = 2;
+/// How close to the node's question a quoted sentence must be.
+const QUOTE_RELATED: f32 = 0.3;
+
+/// When every learning the model wrote was refused (a very small model's usual case), the
+/// node still learns what its passages say: the sentences closest to its question, quoted
+/// from at most [`MAX_QUOTED`] different passages. A quote is supported by its passage by
+/// construction; it must still read as a finding and be on the question.
+fn quoted_learnings(
+    embedder: &dyn Embedder,
+    question: &str,
+    evidence: &[Evidence],
+    shown: &[String],
+) -> Result<Vec<(String, Vec<usize>)>, ResearchError> {
+    let mut candidates: Vec<(usize, String)> = Vec::new();
+    for (i, passage) in shown.iter().enumerate() {
+        // History passages are an earlier conversation, not a source to quote as fact.
+        if matches!(evidence[i].target, CitationTarget::History { .. }) {
+            continue;
+        }
+        for sentence in checks::text::split_sentences(passage) {
+            if finding_form(&sentence).is_none()
+                && checks::text::sentence_debris(&sentence).is_none()
+            {
+                candidates.push((i, sentence));
+            }
+        }
+    }
+    if candidates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut texts: Vec<&str> = vec![question];
+    texts.extend(candidates.iter().map(|(_, s)| s.as_str()));
+    let vectors = embedder.embed(&texts)?;
+    let mut scored: Vec<(f32, usize)> = (1..vectors.len())
+        .map(|k| (crate::embed::cosine(&vectors[0], &vectors[k]), k - 1))
+        .filter(|(c, _)| *c >= QUOTE_RELATED)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut out: Vec<(String, Vec<usize>)> = Vec::new();
+    for (_, k) in scored {
+        let (passage, sentence) = &candidates[k];
+        if out.iter().all(|(_, idx)| idx[0] != *passage) {
+            out.push((sentence.clone(), vec![*passage]));
+        }
+        if out.len() == MAX_QUOTED {
+            break;
+        }
+    }
+    Ok(out)
 }
 
 /// The shown passage that supports `text` best, if any does.
@@ -573,10 +629,14 @@ mod tests {
     const BLACK: &str = "Black tea is brewed with boiling water for four minutes.";
 
     fn run(llm: &Queue, evidence: &[Evidence]) -> Findings {
+        run_on(llm, "How should I brew tea?", evidence)
+    }
+
+    fn run_on(llm: &Queue, question: &str, evidence: &[Evidence]) -> Findings {
         let persona = Persona::default();
         let ctx = NodeContext {
             query: "How should I brew tea?",
-            question: "How should I brew tea?",
+            question,
             persona: &persona,
             seen_tags: &[],
             directives: "",
@@ -649,6 +709,27 @@ mod tests {
         assert!(requests[1].messages[2]
             .content
             .contains("not supported by the passages it cites"));
+    }
+
+    #[test]
+    fn when_every_learning_is_refused_the_passages_are_quoted() {
+        let question = json!({"learnings": [
+            {"insight": "How should the tea be brewed then?", "sources": [1]},
+        ], "tags": ["brewing"]});
+        let llm = Queue::new(vec![question.clone(), question]);
+        let ev = [
+            evidence(doc(0), "Green tea", &format!("{GREEN} Sencha is steamed")),
+            evidence(doc(1), "Black tea", BLACK),
+        ];
+        let f = run_on(&llm, "How many minutes is tea brewed?", &ev);
+        // One quote per passage, closest to the question first; the cut-off second sentence
+        // of the first passage is not a finding.
+        let mut texts: Vec<&str> = f.learnings.iter().map(|(t, _)| t.as_str()).collect();
+        texts.sort_unstable();
+        assert_eq!(texts, vec![BLACK, GREEN]);
+        for (text, idx) in &f.learnings {
+            assert!(ev[idx[0]].text.contains(text.as_str()), "{text}");
+        }
     }
 
     #[test]
