@@ -109,7 +109,7 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
     }
 
     let retrieval = records.retrieval.as_ref().expect("retrieval ran");
-    assert_eq!(retrieval.modes.len(), 4, "raw, CoT, pseudo, fused");
+    assert_eq!(retrieval.modes.len(), 5, "raw, CoT, pseudo, facets, fused");
     assert_eq!(retrieval.scored, questions);
     for m in &retrieval.modes {
         assert!((0.0..=1.0).contains(&m.ndcg_at_10) && (0.0..=1.0).contains(&m.recall_at_20));
@@ -139,6 +139,20 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
         let h = &r.hygiene;
         assert!(h.words > 0 && h.repeated <= h.sentences && h.supported <= h.cited);
         assert_eq!(h.cited + h.uncited, h.sentences, "{h:?}");
+        // #12's floor for the test model: nothing that looks broken, little repetition.
+        assert!(
+            h.debris.is_empty(),
+            "{}: {:?}\n{}",
+            system.name(),
+            h.debris,
+            r.markdown
+        );
+        assert!(
+            h.repetition() <= 0.10,
+            "{}: {h:?}\n{}",
+            system.name(),
+            r.markdown
+        );
         assert!(r.cost.values().map(|c| c.calls).sum::<u64>() > 0, "{r:?}");
     }
 
@@ -151,6 +165,7 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
     for needle in [
         "addresses the need",
         "supported by the passage",
+        "| facets |",
         "| fused |",
         "need recall",
         "| no-history |",
