@@ -197,9 +197,22 @@ impl<'a> Writer<'a> {
                 failed.join("\n")
             };
         }
+        // A kept sentence cites the facts whose passages support it (it passed that check
+        // against the paragraph's passages), even when it paraphrases too freely for the
+        // word count below to see the fact in it.
+        let mut stated = Vec::new();
+        for (i, fact) in facts.iter().enumerate() {
+            'sentences: for s in &best {
+                for p in &fact.passages {
+                    if self.support.supports(s, p)? {
+                        stated.push(i);
+                        break 'sentences;
+                    }
+                }
+            }
+        }
         // Each fact is stated: by a kept sentence, or else in its own words.
         let mut sentences = best;
-        let mut stated = Vec::new();
         for (i, fact) in facts.iter().enumerate() {
             let words = content_words(&fact.text);
             let said_by_prose = !words.is_empty() && {
@@ -207,8 +220,10 @@ impl<'a> Writer<'a> {
                     sentences.iter().flat_map(|s| content_words(s)).collect();
                 words.intersection(&prose).count() as f64 / words.len() as f64 >= FACT_COVERED
             };
-            if said_by_prose {
-                stated.push(i);
+            if said_by_prose || stated.contains(&i) {
+                if !stated.contains(&i) {
+                    stated.push(i);
+                }
                 continue;
             }
             // The fallbacks in order of preference: each but the last must also be supported
@@ -239,6 +254,7 @@ impl<'a> Writer<'a> {
         for s in &sentences {
             self.said.push(content_words(s));
         }
+        stated.sort_unstable();
         Ok((sentences, stated))
     }
 
