@@ -143,6 +143,10 @@ pub struct QualityContext<'a> {
 pub struct Cost {
     pub calls: u64,
     pub prompt_tokens: u64,
+    /// Prompt tokens served from the KV cache of the call before (a shared prefix), not
+    /// processed again.
+    #[serde(default)]
+    pub cached_tokens: u64,
     pub generated_tokens: u64,
     pub seconds: f64,
 }
@@ -152,6 +156,7 @@ impl Cost {
         Cost {
             calls: usage.calls,
             prompt_tokens: usage.prompt_tokens,
+            cached_tokens: usage.cached_tokens,
             generated_tokens: usage.generated_tokens,
             seconds,
         }
@@ -160,6 +165,7 @@ impl Cost {
     fn add(&mut self, other: Cost) {
         self.calls += other.calls;
         self.prompt_tokens += other.prompt_tokens;
+        self.cached_tokens += other.cached_tokens;
         self.generated_tokens += other.generated_tokens;
         self.seconds += other.seconds;
     }

@@ -124,13 +124,13 @@ pub fn markdown(r: &QualityRecords) -> String {
 
     out.push_str("\n## Cost per stage (all runs above)\n\n");
     out.push_str(
-        "| stage | calls | prompt tokens | generated tokens | seconds |\n|---|---|---|---|---|\n",
+        "| stage | calls | prompt tokens | of them cached | generated tokens | seconds |\n|---|---|---|---|---|---|\n",
     );
     for (stage, c) in cost_by_stage(r) {
         let _ = writeln!(
             out,
-            "| {stage} | {} | {} | {} | {:.0} |",
-            c.calls, c.prompt_tokens, c.generated_tokens, c.seconds
+            "| {stage} | {} | {} | {} | {} | {:.0} |",
+            c.calls, c.prompt_tokens, c.cached_tokens, c.generated_tokens, c.seconds
         );
     }
 
