@@ -2,8 +2,8 @@
 //! `rudder-eval`; its binary `rudder-eval` is what `rudder eval …` runs).
 //!
 //! * [`retrieval`] — history retrieval for query-aware profiles (BESPOKE §4.4, Table 5):
-//!   nDCG@10, nDCG@20 and recall@20 of raw, CoT, pseudo-history and fused queries over
-//!   synthetic users whose relevant sessions are labelled by hand.
+//!   nDCG@10, nDCG@20 and recall@20 of raw, CoT, pseudo-history, facet-probe and fused
+//!   queries over synthetic users whose relevant sessions are labelled by hand.
 //! * [`cases`] — persona × query × aspect cases with synthetic histories (STEER Appendix E/J).
 //! * [`matchers`] — judge-free support and need matchers, calibrated on labelled pairs.
 //! * [`quality`] — what the user gets, without a large judge: planted-needs users, calibrated

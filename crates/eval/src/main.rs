@@ -4,8 +4,8 @@
 //!
 //! `rudder eval retrieval CASES.jsonl` reads the JSON Lines cases described in
 //! `rudder_eval::retrieval`, imports each user's export folder into a scratch history, and
-//! prints nDCG@10, nDCG@20 and recall@20 for raw, CoT, pseudo-history and fused queries as a
-//! Markdown table (or the whole report with `--json`). The chat model that writes the
+//! prints nDCG@10, nDCG@20 and recall@20 for raw, CoT, pseudo-history, facet-probe and fused
+//! queries as a Markdown table (or the whole report with `--json`). The chat model that writes the
 //! expansions is `--model` (or the configured one); the embedder is the configured one.
 //!
 //! `rudder eval build-cases --out DIR` builds persona × query × aspect cases with synthetic

@@ -271,7 +271,7 @@ pub struct CaseRow {
     pub skipped: bool,
     /// Empty when skipped.
     pub scores: Vec<CaseScore>,
-    /// The raw, CoT and pseudo-history texts searched (empty when skipped).
+    /// The raw, CoT, pseudo-history and facet-probe texts searched (empty when skipped).
     pub expansions: Vec<Expanded>,
     /// Retrieval failed for this case (left out of every mean; the run goes on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -296,7 +296,7 @@ pub struct RetrievalReport {
     pub model: String,
     pub embed_model: String,
     pub users: Vec<UserRow>,
-    /// Means per mode (raw, CoT, pseudo, fused) over the scored queries.
+    /// Means per mode (raw, CoT, pseudo, facets, fused) over the scored queries.
     pub modes: Vec<ModeSummary>,
     pub categories: Vec<CategorySummary>,
     pub cases: Vec<CaseRow>,
@@ -308,7 +308,7 @@ pub struct RetrievalReport {
     /// Queries whose retrieval failed, left out of the means.
     #[serde(default)]
     pub failed_ids: Vec<String>,
-    /// Model calls and tokens spent on CoT and pseudo-history expansions.
+    /// Model calls and tokens spent on the CoT, pseudo-history and facet-probe expansions.
     pub expansion_usage: Usage,
     pub expansion_seconds: f64,
     pub seconds: f64,
@@ -469,7 +469,7 @@ fn summarize<'a>(mode: ExpansionMode, rows: impl Iterator<Item = &'a CaseRow>) -
 
 /// Evaluates every case in `cases_path` (see the module docs). Each user's export is imported
 /// into a fresh history under `work_dir` and embedded with `embedder` (model name second);
-/// `llm` writes the CoT and pseudo-history expansions.
+/// `llm` writes the CoT, pseudo-history and facet-probe expansions.
 pub fn run_retrieval_eval(
     cases_path: &Path,
     llm: &dyn Llm,

@@ -1189,8 +1189,8 @@ fn evaluation_runs_end_to_end_with_the_small_model() {
             assert!((0.0..=1.0).contains(&v), "{m:?}");
         }
     }
-    // Two model calls per scored query (CoT and pseudo-history; raw is free).
-    assert_eq!(report.expansion_usage.calls, 4);
+    // Three model calls per scored query (CoT, pseudo-history and facet probes; raw is free).
+    assert_eq!(report.expansion_usage.calls, 6);
     assert!(report.expansion_usage.generated_tokens > 0);
     // "hot sauce" is in many of this user's sessions: raw hybrid search must find them.
     let hot = report.cases.iter().find(|c| c.id == "u0-q10").unwrap();
@@ -1203,10 +1203,11 @@ fn evaluation_runs_end_to_end_with_the_small_model() {
     assert!(raw.ndcg_at_10 > 0.3, "{raw:?}");
     assert!(raw.top.iter().any(|t| t.relevant), "{raw:?}");
     let texts: Vec<&str> = hot.expansions.iter().map(|e| e.text.as_str()).collect();
-    assert_eq!(texts.len(), 3);
+    assert_eq!(texts.len(), 4);
     assert!(texts.iter().all(|t| t.starts_with(hot.query.as_str())));
     let md = report.to_markdown();
     assert!(md.contains("| Original query |") && md.contains("| +Pseudo-history |"));
+    assert!(md.contains("| +Facet probes |"));
 }
 
 #[test]

@@ -127,7 +127,13 @@ fn baseline_and_rudder_runs_are_judged_tabled_and_plotted() {
             stages.judge.calls >= 4,
             "alignment, key points, mapping, BESPOKE: {r:?}"
         );
-        assert!(r.wall_seconds >= r.seconds, "{r:?}");
+        // A replayed call carries the cost of the run that made it (so a record does not
+        // depend on the cache): the second system replays the baseline's identical report
+        // calls (their prompts hold facts, not the persona) and may account more seconds than
+        // it spent. The first system computes every call.
+        if records.is_empty() {
+            assert!(r.wall_seconds >= r.seconds, "{r:?}");
+        }
         assert!(!out.report_markdown.is_empty());
         records.push(out.record);
     }

@@ -9,7 +9,7 @@
 //!
 //! Stages, in order, each on a sample stated in the table:
 //! 1. **Retrieval** (every question of the chosen users): nDCG@10 and recall@20 of the
-//!    question's planting sessions for raw, CoT, pseudo-history and fused expansion.
+//!    question's planting sessions for raw, CoT, pseudo-history, facet-probe and fused expansion.
 //! 2. **Profile** (`profile` questions): the query-aware profile Rudder builds; *need recall*
 //!    is the share of planted needs some profile statement addresses, *citation precision* the
 //!    share of the sessions it cites that plant a need of this question.
