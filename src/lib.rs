@@ -29,6 +29,8 @@ pub mod retrieval;
 pub mod session;
 pub mod sources;
 pub mod status;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 pub use error::{Error, Result};
 /// Clarification lives under the research loop it serves; this is the short path the desktop

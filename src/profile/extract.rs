@@ -494,54 +494,9 @@ pub(crate) mod tests {
         assert!(schema.contains("{1,90}"), "{schema}");
     }
 
-    use std::sync::Mutex;
-
     use crate::history::{HistorySource, Kind, Session, Turn};
-    use crate::llm::{CancelToken, Completion, FinishReason, LlmError, Request, Timing};
 
-    /// Answers each prompt with the next scripted reply, and keeps the prompts.
-    struct Scripted {
-        answers: Box<dyn Fn(&str) -> String + Send + Sync>,
-        prompts: Mutex<Vec<String>>,
-    }
-
-    impl Scripted {
-        fn new(answers: impl Fn(&str) -> String + Send + Sync + 'static) -> Self {
-            Self {
-                answers: Box::new(answers),
-                prompts: Mutex::new(Vec::new()),
-            }
-        }
-        fn prompts(&self) -> Vec<String> {
-            self.prompts.lock().unwrap().clone()
-        }
-    }
-
-    impl Llm for Scripted {
-        fn model_name(&self) -> &str {
-            "scripted"
-        }
-        fn complete(
-            &self,
-            request: &Request,
-            _on_text: &mut dyn FnMut(&str),
-            _cancel: &CancelToken,
-        ) -> Result<Completion, LlmError> {
-            let prompt = request.messages.last().unwrap().content.clone();
-            self.prompts.lock().unwrap().push(prompt.clone());
-            Ok(Completion {
-                text: (self.answers)(&prompt),
-                usage: Usage {
-                    prompt_tokens: 200,
-                    cached_tokens: 0,
-                    generated_tokens: 20,
-                    calls: 1,
-                },
-                timing: Timing::default(),
-                finish: FinishReason::Stop,
-            })
-        }
-    }
+    use crate::test_support::ScriptedLlm as Scripted;
 
     fn reply(phrase: &str, kind: &str, relevance: u8) -> String {
         serde_json::json!({"about_user": phrase, "kind": kind, "relevance": relevance}).to_string()

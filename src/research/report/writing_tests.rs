@@ -3,88 +3,12 @@
 //! model cannot write, and the needs the sources do not cover said in one plain sentence.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 use super::*;
 use crate::checks::text::{heading_debris, is_content, near_duplicates, split_sentences};
-use crate::embed::EmbedError;
-use crate::llm::{CancelToken, FinishReason, LlmError, Request, Timing, Usage};
 use crate::research::tree::{FollowUp, Origin};
 
-/// Content words hashed into buckets: texts with the same words embed alike.
-struct Words;
-
-impl Embedder for Words {
-    fn dimensions(&self) -> usize {
-        256
-    }
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        Ok(texts
-            .iter()
-            .map(|t| {
-                let mut v = vec![0f32; 256];
-                for w in crate::checks::text::content_words(t) {
-                    let h = w.bytes().fold(0xcbf29ce484222325u64, |h, b| {
-                        (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
-                    });
-                    v[(h % 256) as usize] += 1.0;
-                }
-                v
-            })
-            .collect())
-    }
-}
-
-/// Answers each prompt with what `answer` returns, keeping every prompt.
-struct Script {
-    answer: Box<dyn Fn(&str) -> String + Send + Sync>,
-    prompts: Mutex<Vec<String>>,
-}
-
-impl Script {
-    fn new(answer: impl Fn(&str) -> String + Send + Sync + 'static) -> Self {
-        Script {
-            answer: Box::new(answer),
-            prompts: Mutex::new(Vec::new()),
-        }
-    }
-    fn prompts(&self, kind: &str) -> Vec<String> {
-        self.prompts
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|p| p.contains(kind))
-            .cloned()
-            .collect()
-    }
-}
-
-impl Llm for Script {
-    fn model_name(&self) -> &str {
-        "script"
-    }
-    fn complete(
-        &self,
-        request: &Request,
-        _on_text: &mut dyn FnMut(&str),
-        _cancel: &CancelToken,
-    ) -> Result<Completion, LlmError> {
-        let prompt = request.messages.last().unwrap().content.clone();
-        self.prompts.lock().unwrap().push(prompt.clone());
-        let text = (self.answer)(&prompt);
-        Ok(Completion {
-            usage: Usage {
-                prompt_tokens: prompt.len() as u64 / 4,
-                generated_tokens: text.len() as u64 / 4,
-                calls: 1,
-                ..Usage::default()
-            },
-            text,
-            timing: Timing::default(),
-            finish: FinishReason::Stop,
-        })
-    }
-}
+use crate::test_support::{ScriptedLlm as Script, WordsEmbedder as Words};
 
 const PARAGRAPH: &str = "You write one paragraph of a research report";
 const NEED: &str = "You tell one reader what research facts mean";
@@ -274,8 +198,8 @@ fn learnings_that_say_the_same_are_placed_once() {
     assert_eq!(report.sections.len(), 2);
     assert_eq!(report.title, "Brewing tea at home");
     // Nothing was refused: one call per paragraph, heading and title.
-    assert_eq!(llm.prompts(RETRY).len(), 0);
-    assert_eq!(completions.len(), llm.prompts.lock().unwrap().len());
+    assert_eq!(llm.prompts_with(RETRY).len(), 0);
+    assert_eq!(completions.len(), llm.prompts().len());
 }
 
 #[test]
@@ -296,7 +220,7 @@ fn a_refused_paragraph_is_asked_again_with_the_reasons() {
     let (report, _) = write_with(&llm, &f, &[]);
     assert_clean(&report);
     assert!(!report.markdown.contains("moon"), "{}", report.markdown);
-    let retries = llm.prompts(RETRY);
+    let retries = llm.prompts_with(RETRY);
     assert!(!retries.is_empty());
     assert!(retries[0].contains("\"Tea was first brewed on the moon by astronauts in 2020.\""));
     assert!(
@@ -306,9 +230,9 @@ fn a_refused_paragraph_is_asked_again_with_the_reasons() {
     );
     // Asked once more, not again.
     assert_eq!(
-        llm.prompts(PARAGRAPH).len(),
+        llm.prompts_with(PARAGRAPH).len(),
         2 * llm
-            .prompts(PARAGRAPH)
+            .prompts_with(PARAGRAPH)
             .iter()
             .filter(|p| !p.contains(RETRY))
             .count()
