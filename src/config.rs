@@ -90,8 +90,14 @@ fn default_data_dir() -> Result<PathBuf> {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct LlamaSettings {
-    /// CPU threads for generation; `None` means cores − 1 (at least 1).
+    /// CPU threads for generation; `None` means every physical core.
     pub threads: Option<usize>,
+    /// CPU threads for reading prompts (compute-bound, so more cores help); `None` means every
+    /// physical core, or `threads` when that is set lower.
+    pub threads_batch: Option<usize>,
+    /// Sequences decoded together in one batch: how many model calls run at once. Decoding is
+    /// bound by memory bandwidth, so four sequences cost little more than one per step.
+    pub parallel: usize,
     /// Layers offloaded to the GPU (needs a build with `cuda`, `metal` or `vulkan`).
     pub gpu_layers: u32,
     /// Context window in tokens.
@@ -104,6 +110,8 @@ impl Default for LlamaSettings {
     fn default() -> Self {
         Self {
             threads: None,
+            threads_batch: None,
+            parallel: 4,
             gpu_layers: 0,
             context_size: 4096,
             batch_size: 512,
@@ -112,15 +120,37 @@ impl Default for LlamaSettings {
 }
 
 impl LlamaSettings {
-    /// The thread count actually used: the setting, else cores − 1, at least 1.
+    /// The generation thread count actually used: the setting, else every physical core.
     pub fn effective_threads(&self) -> usize {
-        self.threads.filter(|&t| t > 0).unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get().saturating_sub(1))
-                .unwrap_or(1)
-                .max(1)
-        })
+        self.threads
+            .filter(|&t| t > 0)
+            .unwrap_or_else(physical_cores)
     }
+
+    /// The prompt-reading thread count: the setting, else every physical core, but never more
+    /// than a lower `threads` the user chose (one knob keeps a laptop quiet).
+    pub fn effective_threads_batch(&self) -> usize {
+        match (
+            self.threads_batch.filter(|&t| t > 0),
+            self.threads.filter(|&t| t > 0),
+        ) {
+            (Some(t), _) => t,
+            (None, Some(t)) => t.min(physical_cores()),
+            (None, None) => physical_cores(),
+        }
+    }
+
+    /// Sequences decoded together, at least 1.
+    pub fn effective_parallel(&self) -> usize {
+        self.parallel.max(1)
+    }
+}
+
+/// Physical cores this process may use: hyperthreads share a core's arithmetic units, so they
+/// add little to compute-bound work; a CPU quota or affinity mask lowers the count.
+pub fn physical_cores() -> usize {
+    let allowed = std::thread::available_parallelism().map_or(1, |n| n.get());
+    num_cpus::get_physical().clamp(1, allowed.max(1))
 }
 
 /// An OpenAI-compatible server (llama-server, Ollama, vLLM) to use instead of the local model.

@@ -219,3 +219,77 @@ fn a_prompt_larger_than_the_context_is_an_error() {
         .unwrap();
     assert!(ok.usage.generated_tokens > 0);
 }
+
+/// Four callers at once: their calls are decoded together, each under its own grammar, and
+/// every one gets a complete answer.
+#[test]
+fn concurrent_calls_are_decoded_together_each_under_its_own_grammar() {
+    #[derive(Debug, Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct City {
+        name: String,
+        country: String,
+    }
+    let store = common::store();
+    let path = store.ready_path(common::CHAT_MODEL).unwrap();
+    let settings = rudder::config::LlamaSettings {
+        parallel: 4,
+        ..common::llama_settings()
+    };
+    let llm = LlamaLlm::load(common::CHAT_MODEL, &path, &settings).unwrap();
+    assert_eq!(llm.parallelism(), 4);
+    let cities = ["Paris", "Tokyo", "Lima", "Oslo", "Cairo", "Quito"];
+    let answers = rudder::llm::map_concurrent(llm.parallelism(), &cities, |_, city| {
+        complete_json::<City>(
+            &llm,
+            vec![Message::user(format!(
+                "Describe the city of {city} as JSON."
+            ))],
+            greedy(40),
+        )
+    });
+    assert_eq!(answers.len(), cities.len());
+    for (city, answer) in cities.iter().zip(&answers) {
+        let answer = answer.as_ref().unwrap_or_else(|e| panic!("{city}: {e}"));
+        assert!(answer.completion.usage.generated_tokens > 0, "{city}");
+    }
+    assert!(
+        llm.peak_concurrency() >= 2,
+        "calls never overlapped: peak {}",
+        llm.peak_concurrency()
+    );
+}
+
+/// A prompt prefix another sequence already read is copied into the new call's sequence, not
+/// read again, even while that sequence is busy.
+#[test]
+fn a_shared_prefix_is_copied_between_sequences() {
+    let store = common::store();
+    let path = store.ready_path(common::CHAT_MODEL).unwrap();
+    let settings = rudder::config::LlamaSettings {
+        parallel: 3,
+        ..common::llama_settings()
+    };
+    let llm = LlamaLlm::load(common::CHAT_MODEL, &path, &settings).unwrap();
+    let system = Message::system(
+        "You are Rudder, a research assistant. The user studies marine biology, prefers short \
+         answers with sources, and dislikes speculation. Always answer in one sentence.",
+    );
+    let ask = |q: &str| Request {
+        messages: vec![system.clone(), Message::user(q)],
+        options: greedy(16),
+        format: OutputFormat::Text,
+    };
+    let first = llm.complete_text(&ask("What do octopuses eat?")).unwrap();
+    assert_eq!(first.usage.cached_tokens, 0);
+    let questions = ["How deep do whales dive?", "Why do corals bleach?"];
+    let answers = rudder::llm::map_concurrent(2, &questions, |_, q| llm.complete_text(&ask(q)));
+    for (q, answer) in questions.iter().zip(answers) {
+        let answer = answer.unwrap();
+        assert!(
+            answer.usage.cached_tokens >= 30,
+            "{q}: system prompt not reused: {:?}",
+            answer.usage
+        );
+    }
+}

@@ -17,7 +17,7 @@ pub struct AppSettings {
     /// The chat models the manifest knows (read-only).
     #[serde(default)]
     pub chat_models: Vec<String>,
-    /// Generation threads; 0 means automatic (cores − 1).
+    /// Generation threads; 0 means automatic (every physical core).
     pub threads: usize,
     pub gpu_layers: u32,
     pub depth: u32,

@@ -59,7 +59,7 @@ pub(super) fn open_library(ctx: &Ctx) -> anyhow::Result<Library> {
 /// How many threads an embedder gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Workload {
-    /// A query or two: the configured thread count (cores − 1 by default).
+    /// A query or two: the configured thread count (every physical core by default).
     Queries,
     /// Embedding a whole folder or corpus while the user waits: every core, unless the user
     /// configured a thread count.

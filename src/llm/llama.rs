@@ -2,14 +2,19 @@
 //!
 //! A llama.cpp context borrows its model, so both live on one worker thread that owns them for
 //! the backend's whole life; calls reach it over a channel and tokens come back the same way.
-//! The worker keeps the tokens currently in the KV cache and, on every call, reuses their
-//! longest common prefix with the new prompt: a repeated system prompt and persona are read
-//! once, not on every call.
+//! The worker serves several calls at once (`llama.parallel` sequences of one context): each
+//! decode step carries one token of every generating call plus prompt chunks of calls still
+//! reading, so concurrent callers share the cost of streaming the weights. Each sequence keeps
+//! the tokens of its KV cache after its call; a new call reuses the longest common prefix with
+//! its prompt, from its own sequence or copied from another's, so a repeated system prompt and
+//! persona are read once.
 
+use std::collections::VecDeque;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -51,7 +56,12 @@ pub struct ModelInfo {
     pub n_params: u64,
     pub n_ctx: u32,
     pub n_ctx_train: u32,
+    /// Generation threads.
     pub threads: usize,
+    /// Prompt-reading threads.
+    pub threads_batch: usize,
+    /// Sequences decoded together.
+    pub parallel: usize,
     pub gpu_layers: u32,
     pub chat_template: bool,
     pub load_time: Duration,
@@ -61,6 +71,8 @@ pub struct ModelInfo {
 pub struct LlamaLlm {
     name: String,
     info: ModelInfo,
+    /// The most calls the worker has had in flight at once.
+    peak: Arc<AtomicUsize>,
     jobs: Option<mpsc::Sender<Job>>,
     worker: Option<JoinHandle<()>>,
 }
@@ -87,14 +99,17 @@ impl LlamaLlm {
         let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
         let path_owned = path.to_path_buf();
         let settings = settings.clone();
+        let peak = Arc::new(AtomicUsize::new(0));
+        let peak_worker = Arc::clone(&peak);
         let worker = std::thread::Builder::new()
             .name(format!("llama:{name}"))
-            .spawn(move || worker_main(path_owned, settings, ready_tx, jobs_rx))
+            .spawn(move || worker_main(path_owned, settings, ready_tx, jobs_rx, peak_worker))
             .map_err(|e| LlmError::Backend(format!("cannot start worker thread: {e}")))?;
         let info = ready_rx.recv().map_err(|_| LlmError::WorkerGone)??;
         Ok(Self {
             name: name.to_string(),
             info,
+            peak,
             jobs: Some(jobs_tx),
             worker: Some(worker),
         })
@@ -102,6 +117,11 @@ impl LlamaLlm {
 
     pub fn info(&self) -> &ModelInfo {
         &self.info
+    }
+
+    /// The most calls decoded together so far (at most `parallel`).
+    pub fn peak_concurrency(&self) -> usize {
+        self.peak.load(Ordering::Relaxed)
     }
 }
 
@@ -118,6 +138,10 @@ impl Drop for LlamaLlm {
 impl Llm for LlamaLlm {
     fn model_name(&self) -> &str {
         &self.name
+    }
+
+    fn parallelism(&self) -> usize {
+        self.info.parallel
     }
 
     fn complete(
@@ -151,6 +175,7 @@ fn worker_main(
     settings: LlamaSettings,
     ready: mpsc::Sender<Result<ModelInfo, LlmError>>,
     jobs: mpsc::Receiver<Job>,
+    peak: Arc<AtomicUsize>,
 ) {
     let started = Instant::now();
     let loaded = (|| {
@@ -171,19 +196,26 @@ fn worker_main(
         }
     };
     let threads = settings.effective_threads();
+    let threads_batch = settings.effective_threads_batch();
+    let parallel = settings.effective_parallel();
     let n_ctx_train = model.n_ctx_train();
-    let n_ctx = if n_ctx_train > 0 {
+    // Each sequence may use the whole configured context; the sequences share one unified
+    // cache of `parallel` times that, so a common prompt prefix is stored once.
+    let n_ctx_seq = if n_ctx_train > 0 {
         settings.context_size.min(n_ctx_train)
     } else {
         settings.context_size
     }
     .max(256);
+    let n_ctx = n_ctx_seq.saturating_mul(parallel as u32);
     let n_batch = settings.batch_size.clamp(32, n_ctx);
     let ctx_params = LlamaContextParams::default()
         .with_n_ctx(NonZeroU32::new(n_ctx))
         .with_n_batch(n_batch)
+        .with_n_seq_max(parallel as u32)
+        .with_kv_unified(true)
         .with_n_threads(threads as i32)
-        .with_n_threads_batch(threads as i32);
+        .with_n_threads_batch(threads_batch as i32);
     let mut ctx = match model.new_context(backend, ctx_params) {
         Ok(ctx) => ctx,
         Err(e) => {
@@ -195,58 +227,202 @@ fn worker_main(
         }
     };
     let template = model.chat_template(None).ok();
-    let mut engine = Engine {
+    let mut scheduler = Scheduler {
         model: &model,
         template,
-        kv_tokens: Vec::new(),
+        slots: (0..parallel).map(Slot::new).collect(),
         n_batch: n_batch as usize,
+        n_ctx_seq: n_ctx_seq as usize,
+        n_ctx: n_ctx as usize,
+        clock: 0,
+        peak,
     };
     // The first decode after loading is much slower than the rest; pay for it now.
-    engine.warm_up(&mut ctx);
+    scheduler.warm_up(&mut ctx);
     let info = ModelInfo {
         path: path.clone(),
         size_bytes: model.size(),
         n_params: model.n_params(),
-        n_ctx,
+        n_ctx: n_ctx_seq,
         n_ctx_train,
         threads,
+        threads_batch,
+        parallel,
         gpu_layers: settings.gpu_layers,
-        chat_template: engine.template.is_some(),
+        chat_template: scheduler.template.is_some(),
         load_time: started.elapsed(),
     };
-    tracing::info!(model = %path.display(), n_ctx, threads, load_ms = info.load_time.as_millis() as u64, "model loaded");
+    tracing::info!(
+        model = %path.display(),
+        n_ctx_seq,
+        parallel,
+        threads,
+        threads_batch,
+        load_ms = info.load_time.as_millis() as u64,
+        "model loaded"
+    );
     if ready.send(Ok(info)).is_err() {
         return;
     }
-    for job in jobs {
-        let events = job.events.clone();
-        let result = engine.run(&mut ctx, &job.request, &job.cancel, &mut |text| {
-            let _ = events.send(Event::Text(text.to_string()));
-        });
-        if result.is_err() {
-            // The KV cache may be half-updated: start clean next time.
-            ctx.clear_kv_cache();
-            engine.kv_tokens.clear();
+    scheduler.serve(&mut ctx, &jobs);
+}
+
+/// One sequence of the shared context: the tokens its KV cache holds and the call it serves.
+struct Slot {
+    seq: i32,
+    /// Exactly the tokens whose keys and values are in the cache for this sequence, in
+    /// position order; kept after a call ends so the next call can reuse its prefix.
+    cached: Vec<LlamaToken>,
+    call: Option<Call>,
+    /// When the slot last served a call (for evicting the least recently used cache).
+    last_used: u64,
+}
+
+impl Slot {
+    fn new(index: usize) -> Self {
+        Self {
+            seq: index as i32,
+            cached: Vec::new(),
+            call: None,
+            last_used: 0,
         }
-        let _ = job.events.send(Event::Done(result));
     }
 }
 
-struct Engine<'m> {
-    model: &'m LlamaModel,
-    template: Option<LlamaChatTemplate>,
-    /// Exactly the tokens whose keys and values are in the cache, in position order.
-    kv_tokens: Vec<LlamaToken>,
-    n_batch: usize,
+/// A call in progress on a slot.
+struct Call {
+    job: Job,
+    received: Instant,
+    prompt: Vec<LlamaToken>,
+    /// Prompt tokens whose cache was reused (not read again).
+    reused: usize,
+    /// Prompt tokens in the cache so far; equal to `prompt.len()` once generation began.
+    fed: usize,
+    /// Cache cells this call may end up using (prompt plus its generation budget).
+    reserved: usize,
+    sampler: LlamaSampler,
+    /// Where this slot's logits are in the batch just decoded.
+    logits_at: Option<i32>,
+    /// The sampled token still to be decoded.
+    next: Option<LlamaToken>,
+    /// Tokens of this slot in the batch being decoded.
+    in_batch: Vec<LlamaToken>,
+    prompt_eval: Option<Duration>,
+    first_token_at: Option<Instant>,
+    generated: u64,
+    text: String,
+    pending_bytes: Vec<u8>,
 }
 
-impl Engine<'_> {
+impl Call {
+    fn emit(&mut self, piece: &str) {
+        if !piece.is_empty() {
+            let _ = self.job.events.send(Event::Text(piece.to_string()));
+            self.text.push_str(piece);
+        }
+    }
+
+    fn finish(mut self, finish: FinishReason) {
+        if !self.pending_bytes.is_empty() {
+            let rest = String::from_utf8_lossy(&self.pending_bytes).into_owned();
+            self.pending_bytes.clear();
+            self.emit(&rest);
+        }
+        let total = self.received.elapsed();
+        let timing = Timing {
+            time_to_first_token: self.first_token_at.map_or(total, |t| t - self.received),
+            prompt_eval: self.prompt_eval.unwrap_or(total),
+            generation: self.first_token_at.map_or(Duration::ZERO, |t| t.elapsed()),
+            total,
+        };
+        let completion = Completion {
+            text: std::mem::take(&mut self.text),
+            usage: Usage {
+                prompt_tokens: self.prompt.len() as u64,
+                cached_tokens: self.reused as u64,
+                generated_tokens: self.generated,
+                calls: 1,
+            },
+            timing,
+            finish,
+        };
+        let _ = self.job.events.send(Event::Done(Ok(completion)));
+    }
+
+    fn fail(self, error: LlmError) {
+        let _ = self.job.events.send(Event::Done(Err(error)));
+    }
+}
+
+/// Continuous batching over the slots: every step decodes one token for each generating call
+/// and fills the rest of the batch with prompt chunks of calls still reading theirs. Calls that
+/// arrive while others run join at the next step.
+struct Scheduler<'m> {
+    model: &'m LlamaModel,
+    template: Option<LlamaChatTemplate>,
+    slots: Vec<Slot>,
+    n_batch: usize,
+    /// Tokens one sequence may hold.
+    n_ctx_seq: usize,
+    /// Cells of the shared cache.
+    n_ctx: usize,
+    clock: u64,
+    peak: Arc<AtomicUsize>,
+}
+
+/// Below this many tokens, copying another sequence's cache is not worth evicting the prefix a
+/// free slot already holds.
+const MIN_COPY: usize = 16;
+
+impl Scheduler<'_> {
     fn warm_up(&mut self, ctx: &mut LlamaContext) {
         let bos = self.model.vocab().bos();
         if let Ok(mut batch) = LlamaBatch::get_one(&[bos]) {
             let _ = ctx.decode(&mut batch);
         }
         ctx.clear_kv_cache();
+    }
+
+    fn busy(&self) -> bool {
+        self.slots.iter().any(|s| s.call.is_some())
+    }
+
+    /// Serves calls until the channel closes and the last call in flight has finished.
+    fn serve(&mut self, ctx: &mut LlamaContext, jobs: &mpsc::Receiver<Job>) {
+        let mut queue: VecDeque<Job> = VecDeque::new();
+        let mut batch = LlamaBatch::new(self.n_batch.max(self.slots.len()), 1);
+        let mut open = true;
+        loop {
+            if open && !self.busy() && queue.is_empty() {
+                match jobs.recv() {
+                    Ok(job) => queue.push_back(job),
+                    Err(_) => open = false,
+                }
+            }
+            while open {
+                match jobs.try_recv() {
+                    Ok(job) => queue.push_back(job),
+                    Err(mpsc::TryRecvError::Empty) => break,
+                    Err(mpsc::TryRecvError::Disconnected) => open = false,
+                }
+            }
+            while let Some(job) = queue.pop_front() {
+                if let Err(job) = self.admit(ctx, job) {
+                    // No slot or cache room until a running call ends.
+                    queue.push_front(job);
+                    break;
+                }
+            }
+            let live = self.slots.iter().filter(|s| s.call.is_some()).count();
+            self.peak.fetch_max(live, Ordering::Relaxed);
+            if !self.busy() {
+                if !open && queue.is_empty() {
+                    return;
+                }
+                continue;
+            }
+            self.step(ctx, &mut batch);
+        }
     }
 
     fn render_prompt(&self, messages: &[Message]) -> Result<String, LlmError> {
@@ -294,126 +470,277 @@ impl Engine<'_> {
         Ok(LlamaSampler::chain_simple(chain))
     }
 
-    fn run(
-        &mut self,
-        ctx: &mut LlamaContext,
-        request: &Request,
-        cancel: &CancelToken,
-        on_text: &mut dyn FnMut(&str),
-    ) -> Result<Completion, LlmError> {
-        let started = Instant::now();
-        let prompt = self.render_prompt(&request.messages)?;
-        let tokens = self.model.vocab().tokenize(prompt.as_bytes(), true, true);
-        if tokens.is_empty() {
-            return Err(LlmError::Backend("empty prompt".into()));
-        }
-        let n_ctx = ctx.n_ctx();
-        if tokens.len() + 1 > n_ctx as usize {
-            return Err(LlmError::ContextOverflow {
-                needed: tokens.len() + 1,
-                n_ctx,
-            });
-        }
-        let mut sampler = self.sampler(&request.options, &request.format)?;
+    /// Cache cells in use or promised: running calls count what they reserved, idle slots
+    /// what they keep. A prefix shared by copying is counted once per sequence, which
+    /// overstates the use and so stays on the safe side.
+    fn cells_committed(&self) -> usize {
+        self.slots
+            .iter()
+            .map(|s| s.call.as_ref().map_or(s.cached.len(), |c| c.reserved))
+            .sum()
+    }
 
-        // Reuse the cached prefix; at least the last prompt token is decoded again so there are
-        // logits to sample from.
-        let mut reuse = common_prefix(&self.kv_tokens, &tokens).min(tokens.len() - 1);
-        if reuse < self.kv_tokens.len() {
+    /// Starts `job` on a free slot, reusing the longest cached prefix of its prompt (the slot's
+    /// own, or a copy of another sequence's). A job that cannot start yet comes back; a job
+    /// that can never start is answered with its error.
+    fn admit(&mut self, ctx: &mut LlamaContext, job: Job) -> Result<(), Job> {
+        let received = Instant::now();
+        let prepared = (|| {
+            let prompt = self.render_prompt(&job.request.messages)?;
+            let tokens = self.model.vocab().tokenize(prompt.as_bytes(), true, true);
+            if tokens.is_empty() {
+                return Err(LlmError::Backend("empty prompt".into()));
+            }
+            if tokens.len() + 1 > self.n_ctx_seq {
+                return Err(LlmError::ContextOverflow {
+                    needed: tokens.len() + 1,
+                    n_ctx: self.n_ctx_seq as u32,
+                });
+            }
+            let sampler = self.sampler(&job.request.options, &job.request.format)?;
+            Ok((tokens, sampler))
+        })();
+        let (tokens, sampler) = match prepared {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = job.events.send(Event::Done(Err(e)));
+                return Ok(());
+            }
+        };
+        if job.cancel.is_cancelled() {
+            let _ = job.events.send(Event::Done(Err(LlmError::Cancelled)));
+            return Ok(());
+        }
+        // The free slot whose cache shares most with the prompt; ties go to the one idle
+        // longest, so recently used prefixes stay.
+        let Some(target) = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.call.is_none())
+            .max_by_key(|(_, s)| {
+                (
+                    common_prefix(&s.cached, &tokens),
+                    std::cmp::Reverse(s.last_used),
+                )
+            })
+            .map(|(i, _)| i)
+        else {
+            return Err(job);
+        };
+        let reserved = (tokens.len() + job.request.options.max_tokens as usize).min(self.n_ctx_seq);
+        // Make room: evict idle caches, least recently used first, then wait for running calls.
+        loop {
+            let committed = self.cells_committed() - self.slots[target].cached.len();
+            if committed + reserved <= self.n_ctx {
+                break;
+            }
+            let victim = self
+                .slots
+                .iter()
+                .enumerate()
+                .filter(|(i, s)| *i != target && s.call.is_none() && !s.cached.is_empty())
+                .min_by_key(|(_, s)| s.last_used)
+                .map(|(i, _)| i);
+            match victim {
+                Some(v) => self.drop_cache(ctx, v),
+                None => return Err(job),
+            }
+        }
+
+        let own = common_prefix(&self.slots[target].cached, &tokens);
+        let donor = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != target)
+            .map(|(i, s)| (i, common_prefix(&s.cached, &tokens)))
+            .max_by_key(|&(_, n)| n);
+        let mut reuse = own;
+        match donor {
+            Some((d, n)) if n >= own + MIN_COPY => {
+                self.drop_cache(ctx, target);
+                let (src, dst) = (self.slots[d].seq, self.slots[target].seq);
+                match ctx.copy_kv_cache_seq(src, dst, Some(0), Some(n as u32)) {
+                    Ok(()) => {
+                        let prefix = self.slots[d].cached[..n].to_vec();
+                        self.slots[target].cached = prefix;
+                        reuse = n;
+                    }
+                    Err(_) => reuse = 0,
+                }
+            }
+            _ => {}
+        }
+        // At least the last prompt token is read again so there are logits to sample from.
+        reuse = reuse.min(tokens.len() - 1);
+        let slot = &mut self.slots[target];
+        if reuse < slot.cached.len() {
+            let seq = slot.seq as u32;
             let removed = ctx
-                .clear_kv_cache_seq(Some(0), Some(reuse as u32), None)
+                .clear_kv_cache_seq(Some(seq), Some(reuse as u32), None)
                 .unwrap_or(false);
             if !removed {
-                ctx.clear_kv_cache();
+                let _ = ctx.clear_kv_cache_seq(Some(seq), None, None);
                 reuse = 0;
             }
-            self.kv_tokens.truncate(reuse);
+            slot.cached.truncate(reuse);
         }
-        let mut batch = LlamaBatch::new(self.n_batch.max(1), 1);
-        let pending = &tokens[reuse..];
-        for (chunk_index, chunk) in pending.chunks(self.n_batch).enumerate() {
-            batch.clear();
-            let base = reuse + chunk_index * self.n_batch;
-            for (i, &token) in chunk.iter().enumerate() {
-                let pos = base + i;
-                let last = pos == tokens.len() - 1;
-                batch
-                    .add(token, pos as i32, &[0], last)
-                    .map_err(|e| LlmError::Backend(e.to_string()))?;
-            }
-            ctx.decode(&mut batch)
-                .map_err(|e| LlmError::Backend(format!("decoding the prompt: {e}")))?;
-            self.kv_tokens.extend_from_slice(chunk);
-            if cancel.is_cancelled() {
-                return Err(LlmError::Cancelled);
-            }
-        }
-        let prompt_eval = started.elapsed();
+        self.clock += 1;
+        slot.last_used = self.clock;
+        slot.call = Some(Call {
+            job,
+            received,
+            prompt: tokens,
+            reused: reuse,
+            fed: reuse,
+            reserved,
+            sampler,
+            logits_at: None,
+            next: None,
+            in_batch: Vec::new(),
+            prompt_eval: None,
+            first_token_at: None,
+            generated: 0,
+            text: String::new(),
+            pending_bytes: Vec::new(),
+        });
+        Ok(())
+    }
 
-        let vocab = self.model.vocab();
-        let mut text = String::new();
-        let mut pending_bytes: Vec<u8> = Vec::new();
-        let mut piece = Vec::with_capacity(32);
-        let mut generated = 0u64;
-        let mut first_token_at = None;
-        let mut logits_index = batch.n_tokens() - 1;
-        let mut finish = FinishReason::Length;
-        while generated < u64::from(request.options.max_tokens) {
-            if cancel.is_cancelled() {
-                finish = FinishReason::Cancelled;
+    fn drop_cache(&mut self, ctx: &mut LlamaContext, slot: usize) {
+        let seq = self.slots[slot].seq as u32;
+        let _ = ctx.clear_kv_cache_seq(Some(seq), None, None);
+        self.slots[slot].cached.clear();
+    }
+
+    /// One decode: a token for every generating call, then prompt chunks while room is left.
+    fn step(&mut self, ctx: &mut LlamaContext, batch: &mut LlamaBatch) {
+        // Cancelled calls leave before the batch is built.
+        for slot in &mut self.slots {
+            let cancelled = slot
+                .call
+                .as_ref()
+                .is_some_and(|c| c.job.cancel.is_cancelled());
+            if cancelled {
+                let call = slot.call.take().expect("checked above");
+                if call.fed < call.prompt.len() {
+                    call.fail(LlmError::Cancelled);
+                } else {
+                    call.finish(FinishReason::Cancelled);
+                }
+            }
+        }
+        batch.clear();
+        let mut added = 0usize;
+        let mut failed = None;
+        for slot in &mut self.slots {
+            let Some(call) = slot.call.as_mut() else {
+                continue;
+            };
+            call.in_batch.clear();
+            call.logits_at = None;
+            if let Some(token) = call.next.take() {
+                let pos = slot.cached.len() as i32;
+                if let Err(e) = batch.add(token, pos, &[slot.seq], true) {
+                    failed = Some(e.to_string());
+                    break;
+                }
+                call.in_batch.push(token);
+                call.logits_at = Some(batch.n_tokens() - 1);
+                added += 1;
+            }
+        }
+        // Prompts fill what is left, the call that has waited longest first.
+        let n_batch = self.n_batch;
+        let mut order: Vec<usize> = (0..self.slots.len())
+            .filter(|&i| {
+                self.slots[i]
+                    .call
+                    .as_ref()
+                    .is_some_and(|c| c.fed < c.prompt.len())
+            })
+            .collect();
+        order.sort_by_key(|&i| self.slots[i].last_used);
+        for i in order {
+            if failed.is_some() || added >= n_batch {
                 break;
+            }
+            let slot = &mut self.slots[i];
+            let call = slot.call.as_mut().expect("filtered above");
+            let take = (call.prompt.len() - call.fed).min(n_batch - added);
+            for k in 0..take {
+                let pos = call.fed + k;
+                let last = pos == call.prompt.len() - 1;
+                if let Err(e) = batch.add(call.prompt[pos], pos as i32, &[slot.seq], last) {
+                    failed = Some(e.to_string());
+                    break;
+                }
+                if last {
+                    call.logits_at = Some(batch.n_tokens() - 1);
+                }
+            }
+            call.in_batch
+                .extend_from_slice(&call.prompt[call.fed..call.fed + take]);
+            call.fed += take;
+            added += take;
+        }
+        if failed.is_none() && added > 0 {
+            if let Err(e) = ctx.decode(batch) {
+                failed = Some(format!("decoding: {e}"));
+            }
+        }
+        if let Some(message) = failed {
+            // The cache may be half-updated: every call in flight fails and all caches go.
+            for slot in &mut self.slots {
+                if let Some(call) = slot.call.take() {
+                    call.fail(LlmError::Backend(message.clone()));
+                }
+                slot.cached.clear();
+            }
+            ctx.clear_kv_cache();
+            return;
+        }
+        let vocab = self.model.vocab();
+        let n_ctx_seq = self.n_ctx_seq;
+        let mut piece = Vec::with_capacity(32);
+        for slot in &mut self.slots {
+            let Some(call) = slot.call.as_mut() else {
+                continue;
+            };
+            slot.cached.extend_from_slice(&call.in_batch);
+            call.in_batch.clear();
+            let Some(at) = call.logits_at else { continue };
+            if call.prompt_eval.is_none() {
+                call.prompt_eval = Some(call.received.elapsed());
+            }
+            if call.generated >= u64::from(call.job.request.options.max_tokens) {
+                let call = slot.call.take().expect("checked above");
+                call.finish(FinishReason::Length);
+                continue;
             }
             // `sample` also feeds the token to the grammar and other stateful samplers.
-            let token = sampler.sample(ctx, logits_index);
+            let token = call.sampler.sample(ctx, at);
             if vocab.is_eog(token) {
-                finish = FinishReason::Stop;
-                break;
+                let call = slot.call.take().expect("checked above");
+                call.finish(FinishReason::Stop);
+                continue;
             }
-            first_token_at.get_or_insert_with(Instant::now);
-            generated += 1;
+            call.first_token_at.get_or_insert_with(Instant::now);
+            call.generated += 1;
             piece.clear();
             vocab.token_to_piece_into(token, &mut piece, false, None);
-            pending_bytes.extend_from_slice(&piece);
-            let emitted = take_utf8(&mut pending_bytes);
-            if !emitted.is_empty() {
-                on_text(&emitted);
-                text.push_str(&emitted);
+            call.pending_bytes.extend_from_slice(&piece);
+            let emitted = take_utf8(&mut call.pending_bytes);
+            call.emit(&emitted);
+            let budget_spent = call.generated >= u64::from(call.job.request.options.max_tokens);
+            if budget_spent || slot.cached.len() + 1 >= n_ctx_seq {
+                let call = slot.call.take().expect("checked above");
+                call.finish(FinishReason::Length);
+                continue;
             }
-            if self.kv_tokens.len() + 1 >= n_ctx as usize {
-                break;
-            }
-            batch.clear();
-            batch
-                .add(token, self.kv_tokens.len() as i32, &[0], true)
-                .map_err(|e| LlmError::Backend(e.to_string()))?;
-            ctx.decode(&mut batch)
-                .map_err(|e| LlmError::Backend(format!("decoding: {e}")))?;
-            self.kv_tokens.push(token);
-            logits_index = 0;
+            call.next = Some(token);
         }
-        if !pending_bytes.is_empty() {
-            let rest = String::from_utf8_lossy(&pending_bytes).into_owned();
-            on_text(&rest);
-            text.push_str(&rest);
-        }
-        let total = started.elapsed();
-        let timing = Timing {
-            time_to_first_token: first_token_at.map_or(total, |t| t - started),
-            prompt_eval,
-            generation: first_token_at.map_or(Duration::ZERO, |t| t.elapsed()),
-            total,
-        };
-        Ok(Completion {
-            text,
-            usage: Usage {
-                prompt_tokens: tokens.len() as u64,
-                cached_tokens: reuse as u64,
-                generated_tokens: generated,
-                calls: 1,
-            },
-            timing,
-            finish,
-        })
     }
 }
 

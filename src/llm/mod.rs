@@ -227,6 +227,50 @@ pub trait Llm: Send + Sync {
     fn complete_text(&self, request: &Request) -> Result<Completion, LlmError> {
         self.complete(request, &mut |_| {}, &CancelToken::new())
     }
+
+    /// How many calls this backend serves at once: sequences decoded together in one batch
+    /// (llama.cpp) or requests in flight (a server). Callers with independent calls make up to
+    /// this many concurrently ([`map_concurrent`]); a backend that serves one at a time says 1,
+    /// and its callers then call in order, exactly as before.
+    fn parallelism(&self) -> usize {
+        1
+    }
+}
+
+/// Runs `f` on every item with up to `width` calls in flight (threads of this scope) and
+/// returns the results in item order, whatever order they finished in, so what a caller
+/// commits from them does not depend on timing. `width` ≤ 1 runs them in order on this thread.
+pub fn map_concurrent<T, R, F>(width: usize, items: &[T], f: F) -> Vec<R>
+where
+    T: Sync,
+    R: Send,
+    F: Fn(usize, &T) -> R + Sync,
+{
+    let width = width.min(items.len());
+    if width <= 1 {
+        return items.iter().enumerate().map(|(i, t)| f(i, t)).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: std::sync::Mutex<Vec<Option<R>>> =
+        std::sync::Mutex::new(items.iter().map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..width {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(item) = items.get(i) else { break };
+                let result = f(i, item);
+                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(result);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        // Every index below `items.len()` was taken by exactly one worker, and a panicking
+        // worker re-panics at the end of the scope, so each slot is filled here.
+        .map(|r| r.expect("every item was mapped"))
+        .collect()
 }
 
 /// A parsed structured answer with the call's accounting.
@@ -333,4 +377,32 @@ pub fn open_chat(
         &path,
         &settings.llama,
     )?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_concurrent_keeps_item_order_and_runs_calls_together() {
+        let in_flight = std::sync::atomic::AtomicUsize::new(0);
+        let peak = std::sync::atomic::AtomicUsize::new(0);
+        let items: Vec<u64> = (0..12).collect();
+        let out = map_concurrent(4, &items, |i, &x| {
+            let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(now, Ordering::SeqCst);
+            // Later items finish first, so completion order differs from item order.
+            std::thread::sleep(Duration::from_millis(30 - 2 * x));
+            in_flight.fetch_sub(1, Ordering::SeqCst);
+            (i, x * 10)
+        });
+        let expected: Vec<(usize, u64)> = items.iter().map(|&x| (x as usize, x * 10)).collect();
+        assert_eq!(out, expected);
+        let peak = peak.load(Ordering::SeqCst);
+        assert!((2..=4).contains(&peak), "peak {peak}");
+        // Width 1 runs on the caller's thread, in order.
+        let caller = std::thread::current().id();
+        let same = map_concurrent(1, &items, |_, _| std::thread::current().id() == caller);
+        assert!(same.iter().all(|&s| s));
+    }
 }

@@ -124,6 +124,10 @@ impl Llm for ReplayCache<'_> {
         self.inner.model_name()
     }
 
+    fn parallelism(&self) -> usize {
+        self.inner.parallelism()
+    }
+
     fn complete(
         &self,
         request: &Request,
@@ -201,6 +205,10 @@ impl<'a> Metered<'a> {
 impl Llm for Metered<'_> {
     fn model_name(&self) -> &str {
         self.inner.model_name()
+    }
+
+    fn parallelism(&self) -> usize {
+        self.inner.parallelism()
     }
 
     fn complete(
