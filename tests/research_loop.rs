@@ -375,3 +375,72 @@ fn off_topic_follow_ups_are_never_planned() {
         .iter()
         .all(|n| !n.question.contains("football")));
 }
+
+/// A model that serves several calls at once gets a level's nodes researched together; calls
+/// finish in an order of their own, yet the log is committed in node order and the research is
+/// the one a one-call-at-a-time model produces.
+#[test]
+fn a_level_is_researched_together_and_logged_in_node_order() {
+    let mut one = ScriptedLlm::new();
+    one.delay = std::time::Duration::from_millis(5);
+    let (sequential, _) = run(&one, settings(2, 3, f32::INFINITY), &mut NeverAsk);
+    assert_eq!(one.peak.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    let logs: Vec<(Outcome, Vec<Event>, usize)> = (0..2)
+        .map(|_| {
+            let mut many = ScriptedLlm::new();
+            many.parallel = 3;
+            many.delay = std::time::Duration::from_millis(5);
+            let (outcome, events) = run(&many, settings(2, 3, f32::INFINITY), &mut NeverAsk);
+            let peak = many.peak.load(std::sync::atomic::Ordering::SeqCst);
+            (outcome, events, peak)
+        })
+        .collect();
+    for (_, _, peak) in &logs {
+        assert!((2..=3).contains(peak), "calls in flight at once: {peak}");
+    }
+    // Nodes are committed in the order they were started (the plan's priority order), which
+    // is the order a one-call-at-a-time model researches them in.
+    let ids = |events: &[Event], started: bool| -> Vec<usize> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::NodeStarted { id } if started => Some(*id),
+                Event::NodeResearched { id, .. } if !started => Some(*id),
+                _ => None,
+            })
+            .collect()
+    };
+    let (_, sequential_events) = run(&one, settings(2, 3, f32::INFINITY), &mut NeverAsk);
+    assert_eq!(ids(&logs[0].1, false), ids(&logs[0].1, true));
+    assert_eq!(ids(&logs[0].1, false), ids(&sequential_events, false));
+    // Two concurrent runs log the same events (timing aside) …
+    fn untimed(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Object(map) => {
+                map.retain(|k, _| k != "created_at" && k != "updated_at");
+                map.values_mut().for_each(untimed);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(untimed),
+            _ => {}
+        }
+    }
+    let kinds = |events: &[Event]| -> Vec<serde_json::Value> {
+        events
+            .iter()
+            .filter(|e| !matches!(e, Event::Usage { .. } | Event::Finished { .. }))
+            .map(|e| {
+                let mut v = serde_json::to_value(e).unwrap();
+                untimed(&mut v);
+                v
+            })
+            .collect()
+    };
+    assert_eq!(kinds(&logs[0].1), kinds(&logs[1].1));
+    // … and reach the tree and report of the sequential run.
+    let questions = |o: &Outcome| -> Vec<String> {
+        o.tree.nodes.iter().map(|n| n.question.clone()).collect()
+    };
+    assert_eq!(questions(&logs[0].0), questions(&sequential));
+    assert_eq!(logs[0].0.report.markdown, sequential.report.markdown);
+}

@@ -106,7 +106,8 @@ impl Run<'_, '_> {
             } else {
                 Vec::new()
             };
-            let step = scheduler::next(&self.s, &self.r.settings, pending);
+            let width = self.r.llm.parallelism();
+            let step = scheduler::next(&self.s, &self.r.settings, pending, width);
             tracing::debug!(?step, "research step");
             match step {
                 Step::Finish => {
@@ -121,7 +122,7 @@ impl Run<'_, '_> {
                 Step::Seed => self.seed()?,
                 Step::Steer(messages) => self.reflect(None, messages)?,
                 Step::Reflect(level) => self.reflect(Some(level), Vec::new())?,
-                Step::Investigate(node) => self.investigate(node)?,
+                Step::Investigate(nodes) => self.investigate(&nodes)?,
                 Step::Plan(node) => self.plan(node)?,
                 Step::Report => self.write_report()?,
             }

@@ -22,8 +22,9 @@ pub(super) enum Step {
     Steer(Vec<Message>),
     /// Reflect on a finished level.
     Reflect(u32),
-    /// Research the node's question over the sources.
-    Investigate(usize),
+    /// Research these nodes' questions over the sources: tasks of one level, researched
+    /// together (their model calls are independent) and committed in this order.
+    Investigate(Vec<usize>),
     /// Choose the node's children.
     Plan(usize),
     Report,
@@ -37,8 +38,15 @@ pub(super) fn reads_steering(s: &ResearchState) -> bool {
 }
 
 /// The next step. `pending` is the steering queue as the journal has it (messages already
-/// applied are skipped); it is read only when [`reads_steering`] says so.
-pub(super) fn next(s: &ResearchState, settings: &ResearchSettings, pending: Vec<Message>) -> Step {
+/// applied are skipped); it is read only when [`reads_steering`] says so. `width` is how many
+/// nodes of a level one step may research together (the model's parallelism); steering is
+/// applied between such steps, so at the boundaries of a frontier's batches.
+pub(super) fn next(
+    s: &ResearchState,
+    settings: &ResearchSettings,
+    pending: Vec<Message>,
+    width: usize,
+) -> Step {
     if !s.started {
         return Step::Start;
     }
@@ -68,14 +76,16 @@ pub(super) fn next(s: &ResearchState, settings: &ResearchSettings, pending: Vec<
     if let Some(d) = investigate_depth {
         // A shallower level waiting to be planned goes first.
         if plan_depth.is_none_or(|p| d <= p) {
-            let task = s
+            let nodes: Vec<usize> = s
                 .todo
                 .pending()
                 .into_iter()
-                .find(|t| depth_of(t.node) == d)
-                .map(|t| t.node);
-            if let Some(node) = task {
-                return Step::Investigate(node);
+                .filter(|t| depth_of(t.node) == d)
+                .map(|t| t.node)
+                .take(width.max(1))
+                .collect();
+            if !nodes.is_empty() {
+                return Step::Investigate(nodes);
             }
         }
     }
@@ -239,15 +249,15 @@ mod tests {
     fn the_opening_steps_come_in_order_and_ignore_steering() {
         let s = ResearchState::default();
         assert!(!reads_steering(&s));
-        assert_eq!(next(&s, &settings(), vec![message(1)]), Step::Start);
+        assert_eq!(next(&s, &settings(), vec![message(1)], 1), Step::Start);
         let s = fold(vec![started()]);
-        assert_eq!(next(&s, &settings(), vec![message(1)]), Step::Clarify);
+        assert_eq!(next(&s, &settings(), vec![message(1)], 1), Step::Clarify);
         let s = fold(vec![started(), refined()]);
         assert!(!reads_steering(&s));
-        assert_eq!(next(&s, &settings(), vec![message(1)]), Step::Seed);
+        assert_eq!(next(&s, &settings(), vec![message(1)], 1), Step::Seed);
         let s = fold(planted());
         assert!(reads_steering(&s));
-        assert_eq!(next(&s, &settings(), Vec::new()), Step::Investigate(0));
+        assert_eq!(next(&s, &settings(), Vec::new(), 1), Step::Investigate(vec![0]));
     }
 
     #[test]
@@ -259,12 +269,12 @@ mod tests {
         });
         let s = fold(events);
         assert_eq!(
-            next(&s, &settings(), vec![message(1), message(2)]),
+            next(&s, &settings(), vec![message(1), message(2)], 1),
             Step::Steer(vec![message(2)])
         );
         assert_eq!(
-            next(&s, &settings(), vec![message(1)]),
-            Step::Investigate(0)
+            next(&s, &settings(), vec![message(1)], 1),
+            Step::Investigate(vec![0])
         );
     }
 
@@ -274,36 +284,43 @@ mod tests {
         let mut events = planted();
         events.extend([researched(0), completed(0)]);
         let s = fold(events.clone());
-        assert_eq!(next(&s, &settings(), Vec::new()), Step::Plan(0));
+        assert_eq!(next(&s, &settings(), Vec::new(), 1), Step::Plan(0));
 
         // Two children planned: investigate them before anything else.
         events.extend([planned(0), node(1, Some(0), 1), task(1, 1)]);
         events.extend([node(2, Some(0), 1), task(2, 2)]);
         let s = fold(events.clone());
-        assert_eq!(next(&s, &settings(), Vec::new()), Step::Investigate(1));
+        assert_eq!(next(&s, &settings(), Vec::new(), 1), Step::Investigate(vec![1]));
+        // A model that decodes several calls at once gets the whole level in one step, and no
+        // more than it can take.
+        assert_eq!(
+            next(&s, &settings(), Vec::new(), 4),
+            Step::Investigate(vec![1, 2])
+        );
+        assert_eq!(next(&s, &settings(), Vec::new(), 0), Step::Investigate(vec![1]));
 
         // One child done, the other pending: its level is not finished, so no reflection and
         // no planning below it yet.
         events.extend([researched(1), completed(1)]);
         let s = fold(events.clone());
-        assert_eq!(next(&s, &settings(), Vec::new()), Step::Investigate(2));
+        assert_eq!(next(&s, &settings(), Vec::new(), 1), Step::Investigate(vec![2]));
 
         // Level 1 investigated: plan its nodes, shallowest and lowest id first.
         events.extend([researched(2), completed(2)]);
         let s = fold(events.clone());
-        assert_eq!(next(&s, &settings(), Vec::new()), Step::Plan(1));
+        assert_eq!(next(&s, &settings(), Vec::new(), 1), Step::Plan(1));
 
         // Planned through, with a child at level 2: reflect on level 1 before going deeper.
         events.extend([planned(1), node(3, Some(1), 2), task(3, 3), planned(2)]);
         let s = fold(events.clone());
-        assert_eq!(next(&s, &settings(), Vec::new()), Step::Reflect(1));
+        assert_eq!(next(&s, &settings(), Vec::new(), 1), Step::Reflect(1));
 
         // Without reflection, straight on to the next level.
         let off = ResearchSettings {
             reflect: false,
             ..settings()
         };
-        assert_eq!(next(&s, &off, Vec::new()), Step::Investigate(3));
+        assert_eq!(next(&s, &off, Vec::new(), 1), Step::Investigate(vec![3]));
     }
 
     #[test]
@@ -314,7 +331,7 @@ mod tests {
         events.extend([node(1, Some(0), 1), task(1, 1), researched(1), completed(1)]);
         events.extend([node(2, Some(1), 2), task(2, 2)]);
         let s = fold(events);
-        assert_eq!(next(&s, &settings(), Vec::new()), Step::Plan(1));
+        assert_eq!(next(&s, &settings(), Vec::new(), 1), Step::Plan(1));
     }
 
     #[test]
@@ -325,7 +342,7 @@ mod tests {
         events.push(planned(1));
         // Level 1 planned with no children: nothing is left above the limit.
         let s = fold(events);
-        assert_eq!(next(&s, &settings(), Vec::new()), Step::Reflect(2));
+        assert_eq!(next(&s, &settings(), Vec::new(), 1), Step::Reflect(2));
     }
 
     #[test]
@@ -342,14 +359,14 @@ mod tests {
         });
         // Depth 2 is the limit: node 2 is a leaf, never planned; its level is reflected on.
         let s = fold(events.clone());
-        assert_eq!(next(&s, &settings(), Vec::new()), Step::Reflect(2));
+        assert_eq!(next(&s, &settings(), Vec::new(), 1), Step::Reflect(2));
         events.push(Event::Reflected {
             level: Some(2),
             knowledge_gaps: Vec::new(),
             canceled: Vec::new(),
         });
         let s = fold(events.clone());
-        assert_eq!(next(&s, &settings(), Vec::new()), Step::Report);
+        assert_eq!(next(&s, &settings(), Vec::new(), 1), Step::Report);
         events.push(Event::ReportWritten {
             title: "Tents".into(),
             words: 0,
@@ -368,10 +385,10 @@ mod tests {
             })),
         });
         let s = fold(events);
-        assert_eq!(next(&s, &settings(), Vec::new()), Step::Finish);
+        assert_eq!(next(&s, &settings(), Vec::new(), 1), Step::Finish);
         // Steering that arrives at the end reopens the run.
         assert_eq!(
-            next(&s, &settings(), vec![message(7)]),
+            next(&s, &settings(), vec![message(7)], 1),
             Step::Steer(vec![message(7)])
         );
     }

@@ -25,6 +25,11 @@ pub struct ScriptedLlm {
     pub freeze: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// Prompt kinds whose output is cut off mid-JSON, as when `max_tokens` runs out.
     pub truncate: Vec<&'static str>,
+    /// Calls the model says it serves at once (the loop then runs a level's nodes together).
+    pub parallel: usize,
+    /// Calls in flight now, and the most there were at once.
+    pub in_flight: std::sync::atomic::AtomicUsize,
+    pub peak: std::sync::atomic::AtomicUsize,
     pub calls: Mutex<Vec<&'static str>>,
 }
 
@@ -41,6 +46,9 @@ impl ScriptedLlm {
             delay: std::time::Duration::ZERO,
             freeze: None,
             truncate: Vec::new(),
+            parallel: 1,
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
+            peak: std::sync::atomic::AtomicUsize::new(0),
             calls: Mutex::new(Vec::new()),
         }
     }
@@ -123,6 +131,10 @@ impl Llm for ScriptedLlm {
         "scripted"
     }
 
+    fn parallelism(&self) -> usize {
+        self.parallel
+    }
+
     fn complete(
         &self,
         request: &Request,
@@ -130,8 +142,25 @@ impl Llm for ScriptedLlm {
         _cancel: &CancelToken,
     ) -> Result<Completion, LlmError> {
         let prompt = &request.messages.last().unwrap().content;
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.in_flight.fetch_add(1, SeqCst) + 1;
+        self.peak.fetch_max(now, SeqCst);
+        struct Leave<'a>(&'a std::sync::atomic::AtomicUsize);
+        impl Drop for Leave<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let _leave = Leave(&self.in_flight);
         if !self.delay.is_zero() {
-            std::thread::sleep(self.delay);
+            // With calls in flight together, later prompts (by content) finish first, so the
+            // order calls finish in differs from the order they were made.
+            let jitter = if self.parallel > 1 {
+                std::time::Duration::from_millis(stable_number(prompt) % 20)
+            } else {
+                std::time::Duration::ZERO
+            };
+            std::thread::sleep(self.delay + jitter);
         }
         if let Some(f) = &self.freeze {
             while f.load(std::sync::atomic::Ordering::SeqCst) {

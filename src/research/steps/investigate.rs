@@ -10,38 +10,63 @@ use crate::research::tree::Learning;
 use crate::research::ResearchError;
 use crate::sources::Evidence;
 
+type NodeResult = Result<(node::Findings, Vec<crate::llm::Completion>), ResearchError>;
+
+/// A node opened for research: what its model calls need.
+struct Opened {
+    id: usize,
+    task: Option<usize>,
+    leaf: bool,
+    question: String,
+    evidence: Vec<Evidence>,
+}
+
 impl Run<'_, '_> {
-    /// Researches node `id` and marks its task done.
-    pub(in crate::research) fn investigate(&mut self, id: usize) -> Result<(), ResearchError> {
-        let task = self.s.todo.for_node(id).map(|t| t.id);
-        if let Some(t) = task {
-            self.update_task(t, Some(TaskStatus::InProgress), None, "");
+    /// Researches nodes `ids` (one level's tasks) and marks their tasks done. The nodes'
+    /// model calls run together, as many at once as the model serves; their events are
+    /// committed in the order of `ids`, so the log does not depend on which finished first.
+    pub(in crate::research) fn investigate(&mut self, ids: &[usize]) -> Result<(), ResearchError> {
+        let mut opened = Vec::with_capacity(ids.len());
+        for &id in ids {
+            let task = self.s.todo.for_node(id).map(|t| t.id);
+            if let Some(t) = task {
+                self.update_task(t, Some(TaskStatus::InProgress), None, "");
+            }
+            self.emit(Event::NodeStarted { id });
+            let evidence = self.evidence_for(id)?;
+            opened.push(Opened {
+                id,
+                task,
+                leaf: self.s.is_leaf(id, self.depth_limit()),
+                question: self.s.tree.nodes[id].question.clone(),
+                evidence,
+            });
         }
-        self.emit(Event::NodeStarted { id });
-        let evidence = self.evidence_for(id)?;
-        let leaf = self.s.is_leaf(id, self.depth_limit());
-        let mut findings = self.research(id, leaf, &evidence)?;
-        // Standing exclusions hold for what is learned and planned, too.
-        let directives = self.s.directives.clone();
-        findings.learnings.retain(|(t, _)| !directives.excludes(t));
-        findings
-            .follow_ups
-            .retain(|f| !directives.excludes(&f.question));
-        self.record_learnings(id, &findings, &evidence)?;
-        self.emit(Event::NodeResearched {
-            id,
-            evidence: evidence.len(),
-            learnings: findings.learnings.len(),
-            tags: findings.tags,
-            follow_ups: if leaf {
-                Vec::new()
-            } else {
-                findings.follow_ups
-            },
-            sources: evidence,
-        });
-        if let Some(t) = task {
-            self.update_task(t, Some(TaskStatus::Completed), None, "");
+        let results = self.research_together(&opened);
+        for (node, result) in opened.into_iter().zip(results) {
+            let mut findings = self.account_findings(node.id, result)?;
+            // Standing exclusions hold for what is learned and planned, too.
+            let directives = self.s.directives.clone();
+            findings.learnings.retain(|(t, _)| !directives.excludes(t));
+            findings
+                .follow_ups
+                .retain(|f| !directives.excludes(&f.question));
+            self.record_learnings(node.id, &findings, &node.evidence)?;
+            self.emit(Event::NodeResearched {
+                id: node.id,
+                evidence: node.evidence.len(),
+                learnings: findings.learnings.len(),
+                tags: findings.tags,
+                follow_ups: if node.leaf {
+                    Vec::new()
+                } else {
+                    findings.follow_ups
+                },
+                sources: node.evidence,
+            });
+            if let Some(t) = node.task {
+                self.update_task(t, Some(TaskStatus::Completed), None, "");
+            }
         }
         Ok(())
     }
@@ -58,26 +83,34 @@ impl Run<'_, '_> {
         }
     }
 
-    /// The model's findings for node `id` over `evidence`.
-    fn research(
-        &mut self,
-        id: usize,
-        leaf: bool,
-        evidence: &[Evidence],
-    ) -> Result<node::Findings, ResearchError> {
-        let question = self.s.tree.nodes[id].question.clone();
+    /// The model's findings for each opened node, in order. Every node sees the tags seen
+    /// before the batch began, so the prompts do not depend on which node finished first.
+    fn research_together(&self, opened: &[Opened]) -> Vec<NodeResult> {
         let seen = self.s.tags.seen();
         let directives = self.s.directives.prompt_text();
-        let ctx = node::NodeContext {
-            query: &self.s.query,
-            question: &question,
-            persona: &self.s.persona,
-            seen_tags: &seen,
-            directives: &directives,
-            current_date: &self.s.date,
-            leaf,
-        };
-        match node::research(self.r.llm, self.r.embedder, &ctx, evidence) {
+        let (llm, embedder) = (self.r.llm, self.r.embedder);
+        let (query, persona, date) = (&self.s.query, &self.s.persona, &self.s.date);
+        crate::llm::map_concurrent(llm.parallelism(), opened, |_, node| {
+            let ctx = node::NodeContext {
+                query,
+                question: &node.question,
+                persona,
+                seen_tags: &seen,
+                directives: &directives,
+                current_date: date,
+                leaf: node.leaf,
+            };
+            node::research(llm, embedder, &ctx, &node.evidence)
+        })
+    }
+
+    /// Accounts for a node's model calls and returns its findings.
+    fn account_findings(
+        &mut self,
+        id: usize,
+        result: NodeResult,
+    ) -> Result<node::Findings, ResearchError> {
+        match result {
             Ok((findings, completions)) => {
                 for completion in &completions {
                     self.account(Stage::Research, completion);
