@@ -4,8 +4,9 @@
 #      ($RUDDER_EVAL_DIR: profile.jsonl, personality.jsonl, researchy-dev/) with the model (seeded;
 #      STEER Appendix E/J), each with a synthetic ChatGPT history;
 #   2. run query-only, initial-persona, full-persona and rudder at C0 ∈ {0.1, 0.4, 0.7, 1.0}
-#      on every case, with the same model as system, simulated user and judge, split across
-#      PARTS processes of THREADS threads each;
+#      on every case, with the same model as system, simulated user and judge, in one process
+#      whose cases run side by side through the batched model (PARTS > 1 splits the cases
+#      across processes instead, for machines with more memory than cores);
 #   3. merge the parts into OUT/table.md, OUT/c0.svg and OUT/records.json (run.json in each
 #      part holds the configuration).
 # Every model call is kept in the parts' llm-cache.jsonl, so running the script again after an
@@ -13,15 +14,18 @@
 # Needs the models and the Wikipedia corpus (`rudder models fetch`, `rudder corpus fetch
 # wikipedia-vital-en`; fetched here if missing).
 #   scripts/eval.sh [OUT]
-#   env: CASES=10 PARTS=2 THREADS=1 MODEL=qwen2.5-coder-1.5b-instruct DEPTH=1 BREADTH=2
+#   env: CASES=10 PARTS=1 THREADS=(every physical core) MODEL=qwen2.5-coder-1.5b-instruct DEPTH=1 BREADTH=2
 #        CLARIFY=0 SEED=0 SYSTEMS=query-only,initial-persona,full-persona,rudder
 #        C0=0.1,0.4,0.7,1.0 RUDDER=target/release/rudder (built with rudder-eval if missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-eval-out}"
 cases="${CASES:-10}"
-parts="${PARTS:-2}"
-threads="${THREADS:-1}"
+parts="${PARTS:-1}"
+# Empty: the settings' default, every physical core.
+threads="${THREADS:-}"
+thread_flags=()
+[[ -n "$threads" ]] && thread_flags=(--threads "$threads")
 model="${MODEL:-qwen2.5-coder-1.5b-instruct}"
 seed="${SEED:-0}"
 rudder="${RUDDER:-target/release/rudder}"
@@ -38,7 +42,7 @@ fi
 
 mkdir -p "$out"
 # Finished cases are replayed from "$out/cases/llm-cache.jsonl", so this resumes a build.
-"$rudder" --model "$model" --threads "$((threads * parts))" eval build-cases --eval-dir "$eval_dir" \
+"$rudder" --model "$model" "${thread_flags[@]}" eval build-cases --eval-dir "$eval_dir" \
   --queries "$cases" --personas-per-query 1 --seed "$seed" --out "$out/cases"
 
 # Round-robin split; the parts sit beside cases.jsonl, so history paths still resolve.
@@ -49,7 +53,7 @@ for ((k = 0; k < parts; k++)); do
     >"$out/cases/part-$k.jsonl"
   [[ -s "$out/cases/part-$k.jsonl" ]] || continue
   runs+=("$out/run-$k")
-  "$rudder" --model "$model" --threads "$threads" eval run "$out/cases/part-$k.jsonl" \
+  "$rudder" --model "$model" "${thread_flags[@]}" eval run "$out/cases/part-$k.jsonl" \
     --systems "${SYSTEMS:-query-only,initial-persona,full-persona,rudder}" \
     --c0 "${C0:-0.1,0.4,0.7,1.0}" \
     --judge "$model" --depth "${DEPTH:-1}" --breadth "${BREADTH:-2}" \

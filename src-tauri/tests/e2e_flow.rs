@@ -175,6 +175,28 @@ async fn js(client: &Client, script: &str) -> TestResult<String> {
     })
 }
 
+/// Milliseconds from a click on *Sessions* until that screen lists a running session, timed in
+/// the page (so WebDriver's own round trips do not count); -1 when it does not within 10 s.
+async fn navigation_ms(client: &Client) -> TestResult<f64> {
+    let v = client
+        .execute_async(
+            "const done = arguments[arguments.length - 1];\n\
+             const start = performance.now();\n\
+             document.getElementById('nav-sessions').click();\n\
+             const poll = () => {\n\
+               const row = document.querySelector('#screen-sessions .session-row[data-status=\"running\"]');\n\
+               const elapsed = performance.now() - start;\n\
+               if (row && row.offsetParent !== null) done(elapsed);\n\
+               else if (elapsed > 10000) done(-1);\n\
+               else setTimeout(poll, 10);\n\
+             };\n\
+             poll();",
+            Vec::new(),
+        )
+        .await?;
+    Ok(v.as_f64().unwrap_or(-1.0))
+}
+
 /// Saves a screenshot once the window has painted what the DOM shows.
 async fn shot(client: &Client, name: &str, saved: &mut Vec<String>) -> TestResult {
     client
@@ -337,6 +359,15 @@ async fn flow(client: &Client, fixtures: &Path, saved: &mut Vec<String>) -> Test
     })
     .await?;
     shot(client, "research-steered", saved).await?;
+
+    step("research: the window answers while the run goes on");
+    let ms = navigation_ms(client).await?;
+    eprintln!("navigation to Sessions during the run: {ms:.0} ms");
+    assert!(
+        (0.0..1000.0).contains(&ms),
+        "the Sessions screen showed the running session after {ms:.0} ms (-1: not within 10 s)"
+    );
+    click(client, "#nav-research").await?;
 
     step("research: report");
     wait_present(client, "#open-report", MODEL_TIMEOUT).await?;

@@ -370,7 +370,9 @@ fn embed_error(e: crate::embed::EmbedError) -> ProfileError {
 }
 
 /// Asks about each of `sessions` (in retrieval order) what it says about the user that would
-/// change the answer to `query`, and keeps the phrases that pass the checks.
+/// change the answer to `query`, and keeps the phrases that pass the checks. The sessions are
+/// independent questions, asked as many at once as the model serves; the phrases come back in
+/// session order.
 pub fn extract(
     llm: &dyn Llm,
     embedder: Option<&dyn Embedder>,
@@ -383,59 +385,85 @@ pub fn extract(
         asked: sessions.len(),
         ..Extracted::default()
     };
-    for (rank, s) in sessions.iter().enumerate() {
-        let session = session_line(s, SESSION_CHARS);
-        let prompt =
-            crate::prompts::render("profile_extract", minijinja::context! { query, session })?;
-        let mut note = String::new();
-        for attempt in 0..2 {
-            let reply = crate::llm::complete_schema::<Answer>(
-                llm,
-                vec![Message::user(format!("{prompt}{note}"))],
-                GenerationOptions::greedy(MAX_TOKENS),
-                answer_schema(),
-            )?;
-            out.usage += reply.completion.usage;
-            // An unusable answer (cut off, unparsable) costs this session its phrase, not the
-            // profile its other sessions.
-            let answer = match reply.parsed {
-                Ok(answer) => answer,
-                Err(e) => {
-                    tracing::debug!(session = s.id, error = %e, "no profile phrase");
-                    break;
-                }
-            };
-            match checks.check(&answer, &session)? {
-                Verdict::Keep(text) => {
-                    tracing::debug!(session = s.id, %text, relevance = answer.relevance, "profile phrase");
-                    out.phrases.push(Phrase {
-                        session: s.id,
-                        rank,
-                        text,
-                        kind: answer.kind,
-                        relevance: answer.relevance,
-                    });
-                    break;
-                }
-                Verdict::Drop(why) => {
-                    tracing::debug!(session = s.id, phrase = %answer.about_user, %why, "no profile phrase");
-                    break;
-                }
-                Verdict::Retry(why) => {
-                    tracing::debug!(session = s.id, phrase = %answer.about_user, %why, attempt, "profile phrase refused");
-                    if attempt == 0 {
-                        out.retries += 1;
-                        // Appended, so the retry shares the whole first prompt as its prefix.
-                        note = format!(
-                            "\n\nYour answer \"{}\" was rejected because {why}. Answer again.",
-                            answer.about_user.trim()
-                        );
-                    }
+    let answers = crate::llm::map_concurrent(llm.parallelism(), sessions, |rank, s| {
+        ask_session(llm, &checks, query, rank, s)
+    });
+    for answer in answers {
+        let answer = answer?;
+        out.usage += answer.usage;
+        out.retries += answer.retries;
+        out.phrases.extend(answer.phrase);
+    }
+    out.seconds = started.elapsed().as_secs_f64();
+    Ok(out)
+}
+
+/// What one session yielded.
+#[derive(Default)]
+struct SessionAnswer {
+    phrase: Option<Phrase>,
+    usage: Usage,
+    retries: usize,
+}
+
+/// One session's question: its phrase if one passes the checks, retried once with the reason.
+fn ask_session(
+    llm: &dyn Llm,
+    checks: &Checks<'_>,
+    query: &str,
+    rank: usize,
+    s: &StoredSession,
+) -> Result<SessionAnswer, ProfileError> {
+    let mut out = SessionAnswer::default();
+    let session = session_line(s, SESSION_CHARS);
+    let prompt = crate::prompts::render("profile_extract", minijinja::context! { query, session })?;
+    let mut note = String::new();
+    for attempt in 0..2 {
+        let reply = crate::llm::complete_schema::<Answer>(
+            llm,
+            vec![Message::user(format!("{prompt}{note}"))],
+            GenerationOptions::greedy(MAX_TOKENS),
+            answer_schema(),
+        )?;
+        out.usage += reply.completion.usage;
+        // An unusable answer (cut off, unparsable) costs this session its phrase, not the
+        // profile its other sessions.
+        let answer = match reply.parsed {
+            Ok(answer) => answer,
+            Err(e) => {
+                tracing::debug!(session = s.id, error = %e, "no profile phrase");
+                break;
+            }
+        };
+        match checks.check(&answer, &session)? {
+            Verdict::Keep(text) => {
+                tracing::debug!(session = s.id, %text, relevance = answer.relevance, "profile phrase");
+                out.phrase = Some(Phrase {
+                    session: s.id,
+                    rank,
+                    text,
+                    kind: answer.kind,
+                    relevance: answer.relevance,
+                });
+                break;
+            }
+            Verdict::Drop(why) => {
+                tracing::debug!(session = s.id, phrase = %answer.about_user, %why, "no profile phrase");
+                break;
+            }
+            Verdict::Retry(why) => {
+                tracing::debug!(session = s.id, phrase = %answer.about_user, %why, attempt, "profile phrase refused");
+                if attempt == 0 {
+                    out.retries += 1;
+                    // Appended, so the retry shares the whole first prompt as its prefix.
+                    note = format!(
+                        "\n\nYour answer \"{}\" was rejected because {why}. Answer again.",
+                        answer.about_user.trim()
+                    );
                 }
             }
         }
     }
-    out.seconds = started.elapsed().as_secs_f64();
     Ok(out)
 }
 

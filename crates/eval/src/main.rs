@@ -343,6 +343,7 @@ fn run_eval(
                     base_url: url.to_string(),
                     model: options.judge_model.clone(),
                     api_key_env: None,
+                    max_concurrent: rudder::config::DEFAULT_OPENAI_MAX_CONCURRENT,
                 },
             )?))
         }
@@ -417,32 +418,57 @@ fn run_eval(
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let mut records = Vec::new();
-    let mut outputs = Vec::new();
-    let mut failures = Vec::new();
-    for case in &cases {
-        for &system in &options.systems {
+    // Cases run side by side, as many as the model serves at once, so their calls are decoded
+    // together; a case's systems run one after another (they share its imported history).
+    // Results are written after every run, so a long sweep that stops keeps what it measured,
+    // and put back in case order at the end.
+    #[derive(Default)]
+    struct Done {
+        outputs: Vec<(usize, rudder_eval::runner::RunOutput)>,
+        failures: Vec<(usize, RunFailure)>,
+    }
+    let done = std::sync::Mutex::new(Done::default());
+    let width = llm.parallelism();
+    let written = rudder::llm::map_concurrent(width, &cases, |case_index, case| {
+        for (system_index, &system) in options.systems.iter().enumerate() {
+            let order = case_index * options.systems.len() + system_index;
             bar.set_message(format!("{} {}", case.id, system.label()));
-            match run_case(&run_ctx, case, system) {
-                Ok(output) => {
-                    records.push(output.record.clone());
-                    outputs.push(output);
-                }
+            let result = run_case(&run_ctx, case, system);
+            let mut done = done.lock().unwrap_or_else(|e| e.into_inner());
+            match result {
+                Ok(output) => done.outputs.push((order, output)),
                 Err(e) => {
                     bar.suspend(|| eprintln!("{} {}: {e}", case.id, system.label()));
-                    failures.push(RunFailure {
-                        case_id: case.id.clone(),
-                        system: system.label(),
-                        error: e.to_string(),
-                    });
+                    done.failures.push((
+                        order,
+                        RunFailure {
+                            case_id: case.id.clone(),
+                            system: system.label(),
+                            error: e.to_string(),
+                        },
+                    ));
                 }
             }
             bar.inc(1);
-            // Written after every run, so a long sweep that stops keeps what it measured.
+            done.outputs.sort_by_key(|(order, _)| *order);
+            done.failures.sort_by_key(|(order, _)| *order);
+            let outputs: Vec<_> = done.outputs.iter().map(|(_, o)| o).collect();
+            let failures: Vec<_> = done.failures.iter().map(|(_, f)| f).collect();
             write_json(&out.join("records.json"), &outputs)?;
             write_json(&out.join("failures.json"), &failures)?;
         }
+        anyhow::Ok(())
+    });
+    for result in written {
+        result?;
     }
+    let done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    let records: Vec<_> = done
+        .outputs
+        .iter()
+        .map(|(_, o)| o.record.clone())
+        .collect();
+    let failures: Vec<RunFailure> = done.failures.into_iter().map(|(_, f)| f).collect();
     bar.finish_and_clear();
     write_summary(out, &records, &failures)?;
     let stats = cache.stats();

@@ -192,32 +192,6 @@ pub fn write(
         }
     };
     let facts = |ls: &[usize]| -> Vec<Fact> { ls.iter().map(|&l| fact(l)).collect() };
-    // A paragraph from the learnings `ls`: the model's prose, checked, citing what it states.
-    let paragraph = |writer: &mut Writer<'_>,
-                     citations: &mut Citations,
-                     ls: &[usize],
-                     render: &dyn Fn(&str) -> Result<String, ResearchError>,
-                     fallback: &dyn Fn(&Fact) -> Vec<String>|
-     -> Result<Option<Paragraph>, ResearchError> {
-        let (sentences, stated) = writer.prose(render, &facts(ls), fallback)?;
-        if sentences.is_empty() {
-            return Ok(None);
-        }
-        let cited: Vec<&Learning> = stated.iter().map(|&i| &input.learnings[ls[i]]).collect();
-        Ok(Some(Paragraph {
-            text: sentences.join(" "),
-            citations: citations.cite(&cited, input.evidence),
-        }))
-    };
-    let paragraph_prompt = |ls: &[usize]| {
-        let shown = prose::numbered(&facts(ls));
-        move |problems: &str| -> Result<String, ResearchError> {
-            Ok(crate::prompts::render(
-                "report_paragraph",
-                minijinja::context! { facts => shown, problems => problems },
-            )?)
-        }
-    };
 
     if plan.summary.is_empty() {
         let mut report = Report {
@@ -236,47 +210,37 @@ pub fn write(
         return Ok((report, writer.completions));
     }
 
-    let key_facts = prose::numbered(&facts(&plan.summary));
-    let title = writer.heading(
-        &|problems| {
-            Ok(crate::prompts::render(
-                "report_title",
-                minijinja::context! { query => input.query, facts => key_facts, problems => problems },
-            )?)
+    // Every call of the report is drafted together (each checked against its own passages),
+    // then taken into the report in reading order, where what a draft repeats of the
+    // paragraphs and headings before it is dropped or asked again.
+    let query = input.query;
+    let mut jobs = vec![
+        Job {
+            slot: Slot::Title,
+            work: Work::Heading {
+                prompt: Prompt::new("report_title", query, "", facts(&plan.summary)),
+                field: "title",
+                fallback: query,
+                title: true,
+            },
         },
-        "title",
-        input.query,
-        input.query,
-        true,
-    )?;
-    let summary = paragraph(
-        &mut writer,
-        &mut citations,
-        &plan.summary,
-        &paragraph_prompt(&plan.summary),
-        &prose::own_words,
-    )?
-    .unwrap_or(Paragraph {
-        text: String::new(),
-        citations: Vec::new(),
-    });
-
-    let mut sections = Vec::new();
-    for planned in &plan.sections {
-        let mut paragraphs = Vec::new();
+        Job {
+            slot: Slot::Summary,
+            work: Work::Paragraph {
+                learnings: &plan.summary,
+                prompt: Prompt::new("report_paragraph", query, "", facts(&plan.summary)),
+            },
+        },
+    ];
+    for (section, planned) in plan.sections.iter().enumerate() {
         for ls in &planned.paragraphs {
-            if let Some(p) = paragraph(
-                &mut writer,
-                &mut citations,
-                ls,
-                &paragraph_prompt(ls),
-                &prose::own_words,
-            )? {
-                paragraphs.push(p);
-            }
-        }
-        if paragraphs.is_empty() {
-            continue;
+            jobs.push(Job {
+                slot: Slot::SectionParagraph(section),
+                work: Work::Paragraph {
+                    learnings: ls,
+                    prompt: Prompt::new("report_paragraph", query, "", facts(ls)),
+                },
+            });
         }
         let lead: Vec<usize> = planned
             .paragraphs
@@ -285,59 +249,116 @@ pub fn write(
             .take(3)
             .copied()
             .collect();
-        let shown = prose::numbered(&facts(&lead));
-        let heading = writer.heading(
-            &|problems| {
-                Ok(crate::prompts::render(
-                    "report_heading",
-                    minijinja::context! { query => input.query, facts => shown, problems => problems },
-                )?)
+        jobs.push(Job {
+            slot: Slot::SectionHeading(section),
+            work: Work::Heading {
+                prompt: Prompt::new("report_heading", query, "", facts(&lead)),
+                field: "heading",
+                fallback: &planned.question,
+                title: false,
             },
-            "heading",
-            input.query,
-            &planned.question,
-            false,
-        )?;
-        on_section(sections.len(), &heading);
-        sections.push(Section {
-            heading,
-            direction: planned.direction,
-            paragraphs,
         });
     }
-
     // What this means for you: each need with the findings that answer it, then the needs
     // no finding answers, in one plain sentence.
-    let mut answered = Vec::new();
     let mut uncovered = Vec::new();
     for need in &plan.needs {
         if need.learnings.is_empty() {
             uncovered.push(need.label.clone());
             continue;
         }
-        let shown = prose::numbered(&facts(&need.learnings));
-        let label = need.label.clone();
-        let written = paragraph(
-            &mut writer,
-            &mut citations,
-            &need.learnings,
-            &|problems| {
-                Ok(crate::prompts::render(
-                    "report_need",
-                    minijinja::context! { need => label, facts => shown, problems => problems },
-                )?)
+        jobs.push(Job {
+            slot: Slot::Need(&need.label),
+            work: Work::Paragraph {
+                learnings: &need.learnings,
+                prompt: Prompt::new("report_need", query, &need.label, facts(&need.learnings)),
             },
-            // Naming the need, when the passages still support the sentence; else the
-            // finding alone, under the needs heading.
-            &|f: &Fact| {
-                let mut options = vec![needs::for_need(&need.label, f)];
-                options.extend(prose::own_words(f));
-                options
-            },
-        )?;
-        match written {
-            Some(p) => answered.push(p),
-            None => uncovered.push(need.label.clone()),
+        });
+    }
+    let drafts = crate::llm::map_concurrent(llm.parallelism(), &jobs, |_, job| match &job.work {
+        Work::Paragraph { learnings, prompt } => writer
+            .draft(&|problems| prompt.render(problems), &facts(learnings))
+            .map(Drafted::Paragraph),
+        Work::Heading { prompt, field, title, .. } => writer
+            .heading_draft(&|problems| prompt.render(problems), field, query, *title)
+            .map(Drafted::Heading),
+    });
+
+    let mut title = String::new();
+    let mut summary = Paragraph {
+        text: String::new(),
+        citations: Vec::new(),
+    };
+    let mut section_paragraphs: Vec<Vec<Paragraph>> = vec![Vec::new(); plan.sections.len()];
+    let mut sections = Vec::new();
+    let mut answered = Vec::new();
+    for (job, drafted) in jobs.iter().zip(drafts) {
+        match (&job.work, drafted?) {
+            (Work::Paragraph { learnings, .. }, Drafted::Paragraph(draft)) => {
+                let facts = facts(learnings);
+                let (sentences, stated) = match job.slot {
+                    // Naming the need, when the passages still support the sentence; else the
+                    // finding alone, under the needs heading.
+                    Slot::Need(label) => writer.settle(draft, &facts, &|f: &Fact| {
+                        let mut options = vec![needs::for_need(label, f)];
+                        options.extend(prose::own_words(f));
+                        options
+                    })?,
+                    _ => writer.settle(draft, &facts, &prose::own_words)?,
+                };
+                let paragraph = (!sentences.is_empty()).then(|| {
+                    let cited: Vec<&Learning> = stated
+                        .iter()
+                        .map(|&i| &input.learnings[learnings[i]])
+                        .collect();
+                    Paragraph {
+                        text: sentences.join(" "),
+                        citations: citations.cite(&cited, input.evidence),
+                    }
+                });
+                match (job.slot, paragraph) {
+                    (Slot::Summary, Some(p)) => summary = p,
+                    (Slot::SectionParagraph(section), Some(p)) => {
+                        section_paragraphs[section].push(p)
+                    }
+                    (Slot::Need(_), Some(p)) => answered.push(p),
+                    (Slot::Need(label), None) => uncovered.push(label.to_string()),
+                    _ => {}
+                }
+            }
+            (
+                Work::Heading {
+                    prompt,
+                    field,
+                    fallback,
+                    title: is_title,
+                },
+                Drafted::Heading(draft),
+            ) => {
+                let render = |problems: &str| prompt.render(problems);
+                match job.slot {
+                    Slot::SectionHeading(section) if section_paragraphs[section].is_empty() => {
+                        // A section none of whose paragraphs was kept is left out.
+                        writer.account(draft);
+                    }
+                    Slot::SectionHeading(section) => {
+                        let heading =
+                            writer.settle_heading(draft, &render, field, query, fallback, false)?;
+                        on_section(sections.len(), &heading);
+                        sections.push(Section {
+                            heading,
+                            direction: plan.sections[section].direction,
+                            paragraphs: std::mem::take(&mut section_paragraphs[section]),
+                        });
+                    }
+                    _ => {
+                        title = writer
+                            .settle_heading(draft, &render, field, query, fallback, *is_title)?;
+                    }
+                }
+            }
+            // Each job is drafted by the work it names.
+            _ => unreachable!("a draft of another kind than its job"),
         }
     }
     if !uncovered.is_empty() {
@@ -371,6 +392,72 @@ pub fn write(
     };
     report.markdown = render_markdown(&report);
     Ok((report, writer.completions))
+}
+
+/// One model call of the report and where its output goes.
+struct Job<'p> {
+    slot: Slot<'p>,
+    work: Work<'p>,
+}
+
+#[derive(Clone, Copy)]
+enum Slot<'p> {
+    Title,
+    Summary,
+    SectionParagraph(usize),
+    SectionHeading(usize),
+    /// A paragraph for the reader's need with this label.
+    Need(&'p str),
+}
+
+enum Work<'p> {
+    Paragraph {
+        learnings: &'p [usize],
+        prompt: Prompt<'p>,
+    },
+    Heading {
+        prompt: Prompt<'p>,
+        field: &'static str,
+        /// The text tidied into the heading when the model's answers fail.
+        fallback: &'p str,
+        title: bool,
+    },
+}
+
+enum Drafted {
+    Paragraph(prose::Draft),
+    Heading(prose::HeadingDraft),
+}
+
+/// A prompt of the report's with what it shows; `problems` are added per attempt.
+struct Prompt<'p> {
+    template: &'static str,
+    query: &'p str,
+    need: &'p str,
+    facts: String,
+}
+
+impl<'p> Prompt<'p> {
+    fn new(template: &'static str, query: &'p str, need: &'p str, facts: Vec<Fact>) -> Self {
+        Prompt {
+            template,
+            query,
+            need,
+            facts: prose::numbered(&facts),
+        }
+    }
+
+    fn render(&self, problems: &str) -> Result<String, ResearchError> {
+        Ok(crate::prompts::render(
+            self.template,
+            minijinja::context! {
+                query => self.query,
+                need => self.need,
+                facts => self.facts,
+                problems => problems,
+            },
+        )?)
+    }
 }
 
 /// Escapes text that came from a model or a source so Markdown shows it literally.

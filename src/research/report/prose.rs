@@ -43,6 +43,31 @@ pub(super) struct Fact {
     pub passages: Vec<String>,
 }
 
+/// A paragraph's sentences as the model wrote them and the checks kept them, before they
+/// are taken into the report.
+pub(super) struct Draft {
+    sentences: Vec<String>,
+    completions: Vec<Completion>,
+}
+
+/// The passages of `facts`, each once.
+fn passages_of(facts: &[Fact]) -> Vec<&str> {
+    let mut passages: Vec<&str> = Vec::new();
+    for p in facts.iter().flat_map(|f| f.passages.iter()) {
+        if !passages.contains(&p.as_str()) {
+            passages.push(p);
+        }
+    }
+    passages
+}
+
+/// A heading as the model wrote it and the checks kept it (None: none passed), before it is
+/// taken into the report.
+pub(super) struct HeadingDraft {
+    heading: Option<String>,
+    completions: Vec<Completion>,
+}
+
 /// Writes the report's prose, remembering every sentence kept so none is said twice.
 pub(super) struct Writer<'a> {
     llm: &'a dyn Llm,
@@ -83,22 +108,22 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// One call for a one-field JSON object: the field's text, or why there is none.
+    /// One call for a one-field JSON object: the field's text, or why there is none, with the
+    /// completion (for accounting).
     fn call(
-        &mut self,
+        &self,
         prompt: String,
         field: &str,
         max_chars: usize,
         max_tokens: u32,
-    ) -> Result<Result<String, String>, ResearchError> {
+    ) -> Result<(Result<String, String>, Completion), ResearchError> {
         let reply = complete_schema::<serde_json::Value>(
             self.llm,
             vec![Message::user(prompt)],
             GenerationOptions::greedy(max_tokens),
             field_schema(field, 3, max_chars),
         )?;
-        self.completions.push(reply.completion);
-        Ok(match reply.parsed {
+        let text = match reply.parsed {
             Ok(value) => match value.get(field).and_then(|v| v.as_str()) {
                 Some(text) if !text.trim().is_empty() => Ok(text.trim().to_string()),
                 _ => Err("the answer was empty".into()),
@@ -107,7 +132,8 @@ impl<'a> Writer<'a> {
                 tracing::debug!("report: unusable answer: {e}");
                 Err("the answer was cut off before it ended; write less".into())
             }
-        })
+        };
+        Ok((text, reply.completion))
     }
 
     /// Why a sentence cannot go into the report, if it cannot.
@@ -143,28 +169,24 @@ impl<'a> Writer<'a> {
             .any(|w| jaccard(w, &words) >= NEAR_DUPLICATE_JACCARD)
     }
 
-    /// Sentences for `facts` from the prompt `render` makes (given the problems of the last
-    /// answer), checked, asked once more with the reasons when some fail. Facts the kept
-    /// sentences leave out (or all of them, when nothing passed) are added as the first of the
-    /// `fallback` texts that passes, unless that would repeat the report. Returns the sentences and which
-    /// facts they state.
-    pub fn prose(
-        &mut self,
-        render: &dyn Fn(&str) -> Result<String, ResearchError>,
+    /// The model's sentences for `facts` from the prompt `render` makes (given the problems of
+    /// the last answer), checked against the facts' passages and the report so far, asked once
+    /// more with the reasons when some fail. Takes `&self`, so the paragraphs of a report are
+    /// drafted together; [`Writer::settle`] then takes them in report order.
+    pub fn draft(
+        &self,
+        render: &(dyn Fn(&str) -> Result<String, ResearchError> + Sync),
         facts: &[Fact],
-        fallback: &dyn Fn(&Fact) -> Vec<String>,
-    ) -> Result<(Vec<String>, Vec<usize>), ResearchError> {
-        let mut passages: Vec<&str> = Vec::new();
-        for p in facts.iter().flat_map(|f| f.passages.iter()) {
-            if !passages.contains(&p.as_str()) {
-                passages.push(p);
-            }
-        }
+    ) -> Result<Draft, ResearchError> {
+        let passages = passages_of(facts);
+        let mut completions = Vec::new();
         let mut best: Vec<String> = Vec::new();
         let mut problems = String::new();
         for attempt in 0..2 {
             let prompt = render(&problems)?;
-            let text = match self.call(prompt, "text", MAX_PROSE_CHARS, PROSE_TOKENS)? {
+            let (answer, completion) = self.call(prompt, "text", MAX_PROSE_CHARS, PROSE_TOKENS)?;
+            completions.push(completion);
+            let text = match answer {
                 Ok(text) => text,
                 Err(why) => {
                     problems = format!("- {why}");
@@ -197,6 +219,26 @@ impl<'a> Writer<'a> {
                 failed.join("\n")
             };
         }
+        Ok(Draft { sentences: best, completions })
+    }
+
+    /// Takes a paragraph's draft into the report: drops the sentences that repeat one kept
+    /// since the draft was made, cites the facts the rest state, and adds the facts they leave
+    /// out (or all of them, when nothing passed) as the first of the `fallback` texts that
+    /// passes, unless that would repeat the report. Returns the sentences and which facts they
+    /// state.
+    pub fn settle(
+        &mut self,
+        draft: Draft,
+        facts: &[Fact],
+        fallback: &dyn Fn(&Fact) -> Vec<String>,
+    ) -> Result<(Vec<String>, Vec<usize>), ResearchError> {
+        self.completions.extend(draft.completions);
+        let best: Vec<String> = draft
+            .sentences
+            .into_iter()
+            .filter(|s| !self.repeats(s, &[]))
+            .collect();
         // A kept sentence cites the facts whose passages support it (it passed that check
         // against the paragraph's passages), even when it paraphrases too freely for the
         // word count below to see the fact in it.
@@ -258,25 +300,32 @@ impl<'a> Writer<'a> {
         Ok((sentences, stated))
     }
 
-    /// A heading (or the title, `title` set) from the prompt `render` makes, checked and asked
-    /// once more with the reasons; else `fallback` tidied.
-    pub fn heading(
-        &mut self,
-        render: &dyn Fn(&str) -> Result<String, ResearchError>,
+    /// The model's heading, checked against the headings so far and asked once more with the
+    /// reasons. Takes `&self`, so a report's headings are drafted together.
+    pub fn heading_draft(
+        &self,
+        render: &(dyn Fn(&str) -> Result<String, ResearchError> + Sync),
         field: &str,
         avoid: &str,
-        fallback: &str,
         title: bool,
-    ) -> Result<String, ResearchError> {
-        let max_words = if title {
-            MAX_TITLE_WORDS
-        } else {
-            MAX_HEADING_WORDS
-        };
-        let mut problems = String::new();
-        for _ in 0..2 {
+    ) -> Result<HeadingDraft, ResearchError> {
+        self.heading_attempts(render, field, avoid, title, String::new(), 2)
+    }
+
+    fn heading_attempts(
+        &self,
+        render: &(dyn Fn(&str) -> Result<String, ResearchError> + Sync),
+        field: &str,
+        avoid: &str,
+        title: bool,
+        mut problems: String,
+        tries: usize,
+    ) -> Result<HeadingDraft, ResearchError> {
+        let mut completions = Vec::new();
+        for _ in 0..tries {
             let prompt = render(&problems)?;
-            let answer = self.call(prompt, field, MAX_HEADING_CHARS, 40)?;
+            let (answer, completion) = self.call(prompt, field, MAX_HEADING_CHARS, 40)?;
+            completions.push(completion);
             let why = match answer {
                 Ok(text) => {
                     // Quotes and a full stop are harmless; a cut-off end is refused, not
@@ -285,10 +334,12 @@ impl<'a> Writer<'a> {
                         .trim_matches(['"', '\'', '“', '”', ' '])
                         .trim_end_matches('.')
                         .to_string();
-                    match self.heading_problem(&heading, avoid, max_words, title) {
+                    match self.heading_problem(&heading, avoid, title) {
                         None => {
-                            self.headings.push(content_words(&heading));
-                            return Ok(heading);
+                            return Ok(HeadingDraft {
+                                heading: Some(heading),
+                                completions,
+                            })
                         }
                         Some(why) => format!("- \"{}\": {why}", one_line(&text, 100)),
                     }
@@ -297,6 +348,42 @@ impl<'a> Writer<'a> {
             };
             tracing::debug!("report: {field} refused: {why}");
             problems = why;
+        }
+        Ok(HeadingDraft {
+            heading: None,
+            completions,
+        })
+    }
+
+    /// Counts the calls of a draft that is not taken into the report.
+    pub fn account(&mut self, draft: HeadingDraft) {
+        self.completions.extend(draft.completions);
+    }
+
+    /// Takes a heading's draft into the report: kept when it still repeats no heading taken
+    /// since it was drafted (else asked once more with that reason), or else `fallback` tidied.
+    pub fn settle_heading(
+        &mut self,
+        draft: HeadingDraft,
+        render: &(dyn Fn(&str) -> Result<String, ResearchError> + Sync),
+        field: &str,
+        avoid: &str,
+        fallback: &str,
+        title: bool,
+    ) -> Result<String, ResearchError> {
+        self.completions.extend(draft.completions);
+        let mut candidate = draft.heading;
+        if let Some(heading) = &candidate {
+            if let Some(why) = self.heading_problem(heading, avoid, title) {
+                let problems = format!("- \"{heading}\": {why}");
+                let again = self.heading_attempts(render, field, avoid, title, problems, 1)?;
+                self.completions.extend(again.completions);
+                candidate = again.heading;
+            }
+        }
+        if let Some(heading) = candidate {
+            self.headings.push(content_words(&heading));
+            return Ok(heading);
         }
         // The report's own question is a fine title as it stands.
         let flat = one_line(fallback, 200);
@@ -316,13 +403,12 @@ impl<'a> Writer<'a> {
         Ok(heading)
     }
 
-    fn heading_problem(
-        &self,
-        heading: &str,
-        avoid: &str,
-        max_words: usize,
-        title: bool,
-    ) -> Option<String> {
+    fn heading_problem(&self, heading: &str, avoid: &str, title: bool) -> Option<String> {
+        let max_words = if title {
+            MAX_TITLE_WORDS
+        } else {
+            MAX_HEADING_WORDS
+        };
         if let Some(why) = heading_debris(heading) {
             return Some(why);
         }

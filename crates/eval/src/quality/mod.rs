@@ -135,7 +135,7 @@ pub struct QualityContext<'a> {
     pub eval_dir: Option<PathBuf>,
     /// Scratch histories go here.
     pub work_dir: PathBuf,
-    pub progress: &'a dyn Progress,
+    pub progress: &'a (dyn Progress + Sync),
 }
 
 /// Tokens and seconds of one stage, summed over its runs.
@@ -450,13 +450,25 @@ pub fn run_quality(
             }
         }
         history.release_writer()?;
-        let mut history = Some(history);
-        for (_, question) in report_sample.iter().filter(|(u, _)| u.id == user.id) {
-            for &system in &options.systems {
+        let history_dir = history.dir().to_path_buf();
+        drop(history);
+        // The user's reports run side by side, as many as the model serves at once; each
+        // history run opens its own reader of the user's history. Records keep sample order.
+        let jobs: Vec<(&PlantedQuestion, ReportSystem)> = report_sample
+            .iter()
+            .filter(|(u, _)| u.id == user.id)
+            .flat_map(|(_, q)| options.systems.iter().map(move |&s| (*q, s)))
+            .collect();
+        let results =
+            rudder::llm::map_concurrent(ctx.llm.parallelism(), &jobs, |_, &(question, system)| {
                 let item = format!("{} {}", question.id, system.name());
                 ctx.progress.note(&format!("report {item}"));
                 let profile = profiles.get(&question.id).cloned();
-                match report_run(
+                let mut history = match system {
+                    ReportSystem::History => Some(History::open(&history_dir)?),
+                    _ => None,
+                };
+                report_run(
                     ctx,
                     options,
                     &needs,
@@ -465,22 +477,25 @@ pub fn run_quality(
                     system,
                     profile,
                     &mut history,
-                ) {
-                    Ok(record) => {
-                        ctx.progress.note(&format!(
-                            "report {item}: need uptake {:.2}, repetition {:.2}, {} words",
-                            record.need_uptake,
-                            record.hygiene.repetition(),
-                            record.hygiene.words
-                        ));
-                        records.reports.push(record);
-                    }
-                    Err(e) => records.failures.push(Failure {
-                        stage: "report".into(),
-                        item,
-                        error: e.to_string(),
-                    }),
+                )
+            });
+        for ((question, system), result) in jobs.iter().zip(results) {
+            let item = format!("{} {}", question.id, system.name());
+            match result {
+                Ok(record) => {
+                    ctx.progress.note(&format!(
+                        "report {item}: need uptake {:.2}, repetition {:.2}, {} words",
+                        record.need_uptake,
+                        record.hygiene.repetition(),
+                        record.hygiene.words
+                    ));
+                    records.reports.push(record);
                 }
+                Err(e) => records.failures.push(Failure {
+                    stage: "report".into(),
+                    item,
+                    error: e.to_string(),
+                }),
             }
         }
     }
@@ -492,19 +507,27 @@ pub fn run_quality(
     if let (Some(eval_dir), n) = (&ctx.eval_dir, options.researchy_questions) {
         if n > 0 {
             let source = crate::cases::EvalSource::load(eval_dir, "researchy-dev")?;
-            let mut taken = 0;
+            let mut questions = Vec::new();
             for q in &source.queries {
-                if taken == n {
+                if questions.len() == n {
                     break;
                 }
                 let key_points = source.key_points(&q.id)?;
-                if key_points.is_empty() {
-                    continue;
+                if !key_points.is_empty() {
+                    questions.push((q, key_points));
                 }
-                taken += 1;
+            }
+            let results = rudder::llm::map_concurrent(
+                ctx.llm.parallelism(),
+                &questions,
+                |_, (q, key_points)| {
+                    ctx.progress.note(&format!("answer coverage {}", q.id));
+                    coverage_run(ctx, options, &support, &q.id, &q.query, key_points)
+                },
+            );
+            for ((q, _), result) in questions.iter().zip(results) {
                 records.sample.researchy.push(q.id.clone());
-                ctx.progress.note(&format!("answer coverage {}", q.id));
-                match coverage_run(ctx, options, &support, &q.id, &q.query, &key_points) {
+                match result {
                     Ok(record) => records.coverage.push(record),
                     Err(e) => records.failures.push(Failure {
                         stage: "coverage".into(),
