@@ -438,9 +438,8 @@ fn a_level_is_researched_together_and_logged_in_node_order() {
     };
     assert_eq!(kinds(&logs[0].1), kinds(&logs[1].1));
     // … and reach the tree and report of the sequential run.
-    let questions = |o: &Outcome| -> Vec<String> {
-        o.tree.nodes.iter().map(|n| n.question.clone()).collect()
-    };
+    let questions =
+        |o: &Outcome| -> Vec<String> { o.tree.nodes.iter().map(|n| n.question.clone()).collect() };
     assert_eq!(questions(&logs[0].0), questions(&sequential));
     assert_eq!(logs[0].0.report.markdown, sequential.report.markdown);
 }

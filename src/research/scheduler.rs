@@ -257,7 +257,10 @@ mod tests {
         assert_eq!(next(&s, &settings(), vec![message(1)], 1), Step::Seed);
         let s = fold(planted());
         assert!(reads_steering(&s));
-        assert_eq!(next(&s, &settings(), Vec::new(), 1), Step::Investigate(vec![0]));
+        assert_eq!(
+            next(&s, &settings(), Vec::new(), 1),
+            Step::Investigate(vec![0])
+        );
     }
 
     #[test]
@@ -290,20 +293,29 @@ mod tests {
         events.extend([planned(0), node(1, Some(0), 1), task(1, 1)]);
         events.extend([node(2, Some(0), 1), task(2, 2)]);
         let s = fold(events.clone());
-        assert_eq!(next(&s, &settings(), Vec::new(), 1), Step::Investigate(vec![1]));
+        assert_eq!(
+            next(&s, &settings(), Vec::new(), 1),
+            Step::Investigate(vec![1])
+        );
         // A model that decodes several calls at once gets the whole level in one step, and no
         // more than it can take.
         assert_eq!(
             next(&s, &settings(), Vec::new(), 4),
             Step::Investigate(vec![1, 2])
         );
-        assert_eq!(next(&s, &settings(), Vec::new(), 0), Step::Investigate(vec![1]));
+        assert_eq!(
+            next(&s, &settings(), Vec::new(), 0),
+            Step::Investigate(vec![1])
+        );
 
         // One child done, the other pending: its level is not finished, so no reflection and
         // no planning below it yet.
         events.extend([researched(1), completed(1)]);
         let s = fold(events.clone());
-        assert_eq!(next(&s, &settings(), Vec::new(), 1), Step::Investigate(vec![2]));
+        assert_eq!(
+            next(&s, &settings(), Vec::new(), 1),
+            Step::Investigate(vec![2])
+        );
 
         // Level 1 investigated: plan its nodes, shallowest and lowest id first.
         events.extend([researched(2), completed(2)]);

@@ -463,11 +463,7 @@ fn run_eval(
         result?;
     }
     let done = done.into_inner().unwrap_or_else(|e| e.into_inner());
-    let records: Vec<_> = done
-        .outputs
-        .iter()
-        .map(|(_, o)| o.record.clone())
-        .collect();
+    let records: Vec<_> = done.outputs.iter().map(|(_, o)| o.record.clone()).collect();
     let failures: Vec<RunFailure> = done.failures.into_iter().map(|(_, f)| f).collect();
     bar.finish_and_clear();
     write_summary(out, &records, &failures)?;

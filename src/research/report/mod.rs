@@ -279,7 +279,12 @@ pub fn write(
         Work::Paragraph { learnings, prompt } => writer
             .draft(&|problems| prompt.render(problems), &facts(learnings))
             .map(Drafted::Paragraph),
-        Work::Heading { prompt, field, title, .. } => writer
+        Work::Heading {
+            prompt,
+            field,
+            title,
+            ..
+        } => writer
             .heading_draft(&|problems| prompt.render(problems), field, query, *title)
             .map(Drafted::Heading),
     });

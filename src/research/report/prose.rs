@@ -219,7 +219,10 @@ impl<'a> Writer<'a> {
                 failed.join("\n")
             };
         }
-        Ok(Draft { sentences: best, completions })
+        Ok(Draft {
+            sentences: best,
+            completions,
+        })
     }
 
     /// Takes a paragraph's draft into the report: drops the sentences that repeat one kept
