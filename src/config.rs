@@ -162,6 +162,25 @@ pub struct OpenAiSettings {
     pub model: String,
     /// Name of the environment variable holding the API key, if the server needs one.
     pub api_key_env: Option<String>,
+    /// Requests in flight at once (default 4; 0 counts as 1): independent model calls of a
+    /// research level go to the server together, up to this many. Set it to what the server
+    /// serves in parallel (llama-server's `--parallel`, vLLM's batch, a hosted API's limit).
+    #[serde(default = "default_openai_max_concurrent")]
+    pub max_concurrent: usize,
+}
+
+/// Default for [`OpenAiSettings::max_concurrent`].
+pub const DEFAULT_OPENAI_MAX_CONCURRENT: usize = 4;
+
+fn default_openai_max_concurrent() -> usize {
+    DEFAULT_OPENAI_MAX_CONCURRENT
+}
+
+impl OpenAiSettings {
+    /// Requests in flight at once, at least 1.
+    pub fn effective_max_concurrent(&self) -> usize {
+        self.max_concurrent.max(1)
+    }
 }
 
 /// Web search through a SearxNG instance. Off unless `enabled = true` and `searxng_url` is set:

@@ -1,8 +1,9 @@
 //! The OpenAI-compatible backend against a real HTTP server on loopback.
 //!
-//! The server is axum on a tokio runtime in its own thread (the blocking client must never run
-//! inside a runtime); the tests themselves are plain synchronous `#[test]`s, like the engine.
-//! It speaks the streaming chat-completions protocol and records every request it receives.
+//! The server is axum on a tokio runtime in its own thread (the backend blocks its caller on a
+//! runtime of its own, which must not happen inside another); the tests themselves are plain
+//! synchronous `#[test]`s, like the engine. It speaks the streaming chat-completions protocol,
+//! records every request it receives and how many it was answering at once.
 //!
 //! Streaming replies are real byte streams: the listener's sockets pause between SSE events
 //! (see [`PacedIo`]), so each event reaches the client separately, as with a real server.
@@ -11,7 +12,7 @@ use std::future::{Future, IntoFuture};
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::task::{ready, Context, Poll};
 use std::thread::JoinHandle;
@@ -25,8 +26,8 @@ use axum::{Json, Router};
 use rudder::config::OpenAiSettings;
 use rudder::llm::openai::OpenAiLlm;
 use rudder::llm::{
-    complete_json, schema_of, CancelToken, FinishReason, GenerationOptions, Llm, LlmError, Message,
-    OutputFormat, Request,
+    complete_json, map_concurrent, schema_of, CancelToken, FinishReason, GenerationOptions, Llm,
+    LlmError, Message, OutputFormat, Request,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -49,6 +50,8 @@ enum Reply {
     Json(Value),
     /// This status with this body.
     Error(u16, String),
+    /// This reply, after the handler waited this long (a server busy generating).
+    Delayed(Duration, Box<Reply>),
 }
 
 /// One request as the server saw it.
@@ -63,6 +66,27 @@ type ReplyFn = dyn Fn(usize, &Value) -> Reply + Send + Sync;
 struct ServerState {
     received: Mutex<Vec<Received>>,
     reply: Box<ReplyFn>,
+    /// Requests being answered now (from their arrival until their handler returns).
+    in_flight: AtomicUsize,
+    /// The most there ever were at once.
+    peak_in_flight: AtomicUsize,
+}
+
+/// Counts one request in flight for as long as it lives.
+struct InFlight<'a>(&'a ServerState);
+
+impl<'a> InFlight<'a> {
+    fn new(state: &'a ServerState) -> Self {
+        let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        state.peak_in_flight.fetch_max(now, Ordering::SeqCst);
+        Self(state)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 struct MockServer {
@@ -78,6 +102,8 @@ impl MockServer {
         let state = Arc::new(ServerState {
             received: Mutex::new(Vec::new()),
             reply: Box::new(reply),
+            in_flight: AtomicUsize::new(0),
+            peak_in_flight: AtomicUsize::new(0),
         });
         let stop = Arc::new(AtomicBool::new(false));
         let (addr_tx, addr_rx) = mpsc::channel();
@@ -129,6 +155,11 @@ impl MockServer {
     fn received(&self) -> Vec<Received> {
         self.state.received.lock().unwrap().clone()
     }
+
+    /// The most requests the server was answering at once.
+    fn peak_in_flight(&self) -> usize {
+        self.state.peak_in_flight.load(Ordering::SeqCst)
+    }
 }
 
 impl Drop for MockServer {
@@ -151,6 +182,7 @@ async fn chat_completions(
     headers: HeaderMap,
     Json(body): Json<Value>,
 ) -> Response {
+    let _in_flight = InFlight::new(&state);
     let index = {
         let mut received = state.received.lock().unwrap();
         received.push(Received {
@@ -162,7 +194,12 @@ async fn chat_completions(
         });
         received.len() - 1
     };
-    match (state.reply)(index, &body) {
+    let mut reply = (state.reply)(index, &body);
+    while let Reply::Delayed(delay, inner) = reply {
+        tokio::time::sleep(delay).await;
+        reply = *inner;
+    }
+    match reply {
         Reply::Sse(text) => (
             [
                 (header::CONTENT_TYPE, "text/event-stream"),
@@ -178,6 +215,7 @@ async fn chat_completions(
             text,
         )
             .into_response(),
+        Reply::Delayed(..) => unreachable!("unwrapped above"),
     }
 }
 
@@ -261,6 +299,7 @@ fn settings(base_url: &str, api_key_env: Option<&str>) -> OpenAiSettings {
         base_url: base_url.to_owned(),
         model: "test-model".to_owned(),
         api_key_env: api_key_env.map(str::to_owned),
+        max_concurrent: rudder::config::DEFAULT_OPENAI_MAX_CONCURRENT,
     }
 }
 
@@ -711,4 +750,113 @@ fn base_url_must_be_http() {
     // A trailing slash is tolerated.
     let llm = OpenAiLlm::new(&settings("http://127.0.0.1:9/v1/", None)).expect("client");
     assert!(format!("{llm:?}").contains("http://127.0.0.1:9/v1/chat/completions"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Concurrency
+// ---------------------------------------------------------------------------------------------
+
+/// How long the server takes over each request in the concurrency tests: long enough that
+/// requests sent together overlap whatever the threads' start-up order.
+const SLOW_REPLY: Duration = Duration::from_millis(300);
+
+/// A server that answers `ask(i)` with `answer(i)` after [`SLOW_REPLY`].
+fn slow_echo_server() -> MockServer {
+    MockServer::start(|_, body| {
+        let question = body["messages"][0]["content"].as_str().unwrap_or_default();
+        let number = question.trim_start_matches("question ").to_owned();
+        let pieces = ["answer ", number.as_str()];
+        Reply::Delayed(
+            SLOW_REPLY,
+            Box::new(Reply::Sse(sse_body(&pieces, "stop", None))),
+        )
+    })
+}
+
+fn ask(i: usize) -> Request {
+    Request {
+        messages: vec![Message::user(format!("question {i}"))],
+        options: GenerationOptions::greedy(16),
+        format: OutputFormat::Text,
+    }
+}
+
+fn answer(i: usize) -> String {
+    format!("answer {i}")
+}
+
+fn concurrent_llm(server: &MockServer, max_concurrent: usize) -> OpenAiLlm {
+    OpenAiLlm::new(&OpenAiSettings {
+        max_concurrent,
+        ..settings(&server.base_url(), None)
+    })
+    .expect("client")
+}
+
+/// `width` callers make the calls for `items`; the texts come back in item order.
+fn complete_all(llm: &OpenAiLlm, width: usize, items: &[usize]) -> Vec<String> {
+    map_concurrent(width, items, |_, &i| {
+        llm.complete_text(&ask(i)).expect("completion").text
+    })
+}
+
+#[test]
+fn requests_overlap_up_to_max_concurrent() {
+    let server = slow_echo_server();
+    let llm = concurrent_llm(&server, 3);
+    assert_eq!(llm.parallelism(), 3);
+    let items: Vec<usize> = (0..8).collect();
+    let expected: Vec<String> = items.iter().map(|&i| answer(i)).collect();
+
+    let texts = complete_all(&llm, llm.parallelism(), &items);
+    assert_eq!(texts, expected, "every answer, in item order");
+    assert_eq!(server.received().len(), 8);
+    assert_eq!(
+        server.peak_in_flight(),
+        3,
+        "as many requests at once as max_concurrent, and no more"
+    );
+
+    // More callers than permits: the backend itself holds the rest back.
+    let server = slow_echo_server();
+    let llm = concurrent_llm(&server, 3);
+    let texts = complete_all(&llm, items.len(), &items);
+    assert_eq!(texts, expected);
+    assert_eq!(server.received().len(), 8);
+    assert_eq!(server.peak_in_flight(), 3, "8 callers, still 3 at once");
+}
+
+#[test]
+fn max_concurrent_one_sends_one_request_at_a_time() {
+    let items: Vec<usize> = (0..4).collect();
+    let expected: Vec<String> = items.iter().map(|&i| answer(i)).collect();
+    // 0 counts as 1.
+    for max_concurrent in [1, 0] {
+        let server = slow_echo_server();
+        let llm = concurrent_llm(&server, max_concurrent);
+        assert_eq!(llm.parallelism(), 1);
+        // Four callers at once, to show the limit is the backend's, not the caller's.
+        assert_eq!(complete_all(&llm, items.len(), &items), expected);
+        assert_eq!(server.received().len(), 4);
+        assert_eq!(
+            server.peak_in_flight(),
+            1,
+            "max_concurrent = {max_concurrent}"
+        );
+    }
+}
+
+#[test]
+fn max_concurrent_defaults_to_four() {
+    let parsed: OpenAiSettings =
+        toml::from_str("base_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"m\"\n")
+            .expect("settings without max_concurrent");
+    assert_eq!(parsed.max_concurrent, 4);
+    let llm = OpenAiLlm::new(&parsed).expect("client");
+    assert_eq!(llm.parallelism(), 4);
+    let parsed: OpenAiSettings = toml::from_str(
+        "base_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"m\"\nmax_concurrent = 2\n",
+    )
+    .expect("settings with max_concurrent");
+    assert_eq!(OpenAiLlm::new(&parsed).expect("client").parallelism(), 2);
 }

@@ -1,7 +1,13 @@
 //! Backend for OpenAI-compatible chat servers (llama-server, Ollama, vLLM, hosted APIs).
 //!
-//! The engine is synchronous, so this uses `reqwest::blocking`; callers run it on their own
-//! threads. Replies are always streamed (`stream: true`) so the UI sees text as it is generated,
+//! The engine is synchronous and the [`Llm`] trait with it, but a server serves several requests
+//! at once, so the backend owns a small tokio runtime and sends with async reqwest: `complete`
+//! blocks its caller's thread on the request (`Runtime::block_on`, which many threads may do at
+//! once), and a semaphore keeps at most `openai.max_concurrent` requests in flight, however many
+//! threads call ([`Llm::parallelism`] says how many to make). `complete` must not be called from
+//! async code (a tokio worker); engine threads and `spawn_blocking` threads are fine.
+//!
+//! Replies are always streamed (`stream: true`) so the UI sees text as it is generated,
 //! cancellation can stop mid-answer, and the time to first token can be measured.
 //!
 //! Servers disagree on structured output: all accept `response_format` with `json_object`, but
@@ -9,13 +15,13 @@
 //! with a 400 that names the parameter, retry once with `json_object` plus the schema spelled
 //! out in the system prompt (and remember that for later calls).
 
-use std::io::{BufRead, BufReader, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use reqwest::blocking::{Client, Response};
-use reqwest::StatusCode;
+use reqwest::{Client, Response, StatusCode};
 use serde_json::{json, Value};
+use tokio::runtime::Runtime;
+use tokio::sync::Semaphore;
 
 use super::{
     CancelToken, Completion, FinishReason, Llm, LlmError, OutputFormat, Request, Role, Timing,
@@ -25,17 +31,26 @@ use crate::config::OpenAiSettings;
 
 /// A dead or mistyped host should fail fast.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Applies to each read (reqwest's blocking client): a long prompt on a slow server can take
-/// minutes before the first byte, so this is generous.
+/// Applies to each read (the wait for the headers, then each piece of the body), not to the whole
+/// reply: a long prompt on a slow server can take minutes before the first byte, so this is
+/// generous.
 const READ_TIMEOUT: Duration = Duration::from_secs(600);
 /// How much of an error body goes into the error message.
 const ERROR_EXCERPT_CHARS: usize = 500;
 /// How much of an error body is read at all (servers sometimes answer with a whole HTML page).
-const ERROR_BODY_LIMIT: u64 = 64 * 1024;
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+/// Threads of the backend's runtime. They only move bytes (the connections' I/O and timers);
+/// each request's future, with its parsing and `on_text`, runs on the thread that called.
+const RUNTIME_THREADS: usize = 2;
 
 /// A chat model served over the OpenAI chat-completions API.
 pub struct OpenAiLlm {
+    /// Drives the client's connections and timers. `None` only while dropping (see `Drop`).
+    runtime: Option<Runtime>,
     client: Client,
+    /// One permit per request in flight: `max_concurrent` of them.
+    permits: Semaphore,
+    max_concurrent: usize,
     /// `{base_url}/chat/completions`: the only URL this backend ever contacts.
     url: String,
     model: String,
@@ -50,8 +65,20 @@ impl std::fmt::Debug for OpenAiLlm {
         f.debug_struct("OpenAiLlm")
             .field("url", &self.url)
             .field("model", &self.model)
+            .field("max_concurrent", &self.max_concurrent)
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
             .finish_non_exhaustive()
+    }
+}
+
+impl Drop for OpenAiLlm {
+    fn drop(&mut self) {
+        // Dropping a runtime waits for its threads, which panics inside another runtime (a
+        // backend dropped from async code); nothing of ours is left running on it, so let it
+        // go without waiting.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
     }
 }
 
@@ -73,8 +100,9 @@ enum PostError {
 }
 
 impl OpenAiLlm {
-    /// Builds a client for `settings`. Fails when the URL is not http(s) or when `api_key_env`
-    /// names a variable that is unset or empty (better now than as a 401 mid-research).
+    /// Builds a client for `settings`, with its runtime (no connection is opened until the first
+    /// request). Fails when the URL is not http(s) or when `api_key_env` names a variable that
+    /// is unset or empty (better now than as a 401 mid-research).
     pub fn new(settings: &OpenAiSettings) -> Result<Self, LlmError> {
         let base = settings.base_url.trim().trim_end_matches('/');
         let url = format!("{base}/chat/completions");
@@ -115,17 +143,34 @@ impl OpenAiLlm {
             },
         };
 
-        // No proxies and no redirects: requests go to the configured URL and nowhere else.
-        let client = Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(READ_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(RUNTIME_THREADS)
+            .thread_name("rudder-openai")
+            .enable_io()
+            .enable_time()
             .build()
-            .map_err(|e| fail(format!("building the HTTP client: {}", error_chain(&e))))?;
+            .map_err(|e| fail(format!("starting the HTTP runtime: {e}")))?;
 
+        // No proxies and no redirects: requests go to the configured URL and nowhere else.
+        let client = {
+            let _context = runtime.enter();
+            Client::builder()
+                .connect_timeout(CONNECT_TIMEOUT)
+                .read_timeout(READ_TIMEOUT)
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .build()
+                .map_err(|e| fail(format!("building the HTTP client: {}", error_chain(&e))))?
+        };
+
+        let max_concurrent = settings
+            .effective_max_concurrent()
+            .min(Semaphore::MAX_PERMITS);
         Ok(Self {
+            runtime: Some(runtime),
             client,
+            permits: Semaphore::new(max_concurrent),
+            max_concurrent,
             url,
             model: settings.model.clone(),
             api_key,
@@ -180,7 +225,7 @@ impl OpenAiLlm {
 
     /// POSTs `body`. A non-2xx answer is returned with its body so the caller can decide whether
     /// to retry.
-    fn post(&self, body: &Value) -> Result<Response, PostError> {
+    async fn post(&self, body: &Value) -> Result<Response, PostError> {
         let mut builder = self
             .client
             .post(&self.url)
@@ -189,17 +234,27 @@ impl OpenAiLlm {
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key);
         }
-        let response = builder
+        let mut response = builder
             .send()
+            .await
             .map_err(|e| PostError::Failed(self.http_error(error_chain(&e))))?;
         let status = response.status();
         if status.is_success() {
             return Ok(response);
         }
-        let mut text = String::new();
         // Best effort: the status alone is still a useful error if the body cannot be read.
-        let _ = response.take(ERROR_BODY_LIMIT).read_to_string(&mut text);
-        Err(PostError::Status(status, text))
+        let mut body = Vec::new();
+        while body.len() < ERROR_BODY_LIMIT {
+            match response.chunk().await {
+                Ok(Some(bytes)) => body.extend_from_slice(&bytes),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        body.truncate(ERROR_BODY_LIMIT);
+        Err(PostError::Status(
+            status,
+            String::from_utf8_lossy(&body).into_owned(),
+        ))
     }
 
     fn status_error(&self, status: StatusCode, body: &str) -> LlmError {
@@ -212,7 +267,7 @@ impl OpenAiLlm {
     }
 
     /// Reads the SSE stream: one `data: {json}` line per chunk, `data: [DONE]` at the end.
-    fn read_stream(
+    async fn read_stream(
         &self,
         response: Response,
         start: Instant,
@@ -220,8 +275,7 @@ impl OpenAiLlm {
         cancel: &CancelToken,
     ) -> Result<Completion, LlmError> {
         let mut state = StreamState::default();
-        let mut reader = BufReader::new(response);
-        let mut raw = Vec::new();
+        let mut reader = LineReader::new(response);
         let mut done = false;
         let mut cancelled = false;
 
@@ -230,13 +284,10 @@ impl OpenAiLlm {
                 cancelled = true;
                 break;
             }
-            raw.clear();
-            let n = reader
-                .read_until(b'\n', &mut raw)
-                .map_err(|e| self.http_error(format!("reading the response stream: {e}")))?;
-            if n == 0 {
-                break;
-            }
+            let raw = reader.next_line().await.map_err(|e| {
+                self.http_error(format!("reading the response stream: {}", error_chain(&e)))
+            })?;
+            let Some(raw) = raw else { break };
             let line = String::from_utf8_lossy(&raw);
             let line = line.trim_end_matches(['\r', '\n']);
             if let Some(data) = line.strip_prefix("data:") {
@@ -284,7 +335,7 @@ impl OpenAiLlm {
     }
 
     /// Handles a server that ignored `stream: true` and answered with one JSON document.
-    fn read_whole(
+    async fn read_whole(
         &self,
         response: Response,
         start: Instant,
@@ -292,6 +343,7 @@ impl OpenAiLlm {
     ) -> Result<Completion, LlmError> {
         let text = response
             .text()
+            .await
             .map_err(|e| self.http_error(format!("reading the response: {}", error_chain(&e))))?;
         let reply: Value = serde_json::from_str(&text).map_err(|e| {
             self.http_error(format!("malformed response ({e}): {}", excerpt(&text)))
@@ -307,19 +359,22 @@ impl OpenAiLlm {
             .map_or(FinishReason::Stop, finish_reason);
         Ok(state.into_completion(start, finish))
     }
-}
 
-impl Llm for OpenAiLlm {
-    fn model_name(&self) -> &str {
-        &self.model
-    }
-
-    fn complete(
+    /// One call, holding one of the permits from before its first request until its reply has
+    /// been read.
+    async fn complete_async(
         &self,
         request: &Request,
         on_text: &mut dyn FnMut(&str),
         cancel: &CancelToken,
     ) -> Result<Completion, LlmError> {
+        // The semaphore is never closed, so acquiring only fails if it were.
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|e| self.http_error(format!("waiting for a request slot: {e}")))?;
+        // Cancelled while waiting for a slot: still nothing sent.
         if cancel.is_cancelled() {
             return Err(LlmError::Cancelled);
         }
@@ -339,7 +394,7 @@ impl Llm for OpenAiLlm {
             "chat completion request"
         );
 
-        let response = match self.post(&self.body(request, mode)) {
+        let response = match self.post(&self.body(request, mode)).await {
             Ok(response) => response,
             Err(PostError::Failed(error)) => return Err(error),
             Err(PostError::Status(status, body))
@@ -358,7 +413,7 @@ impl Llm for OpenAiLlm {
                     return Err(LlmError::Cancelled);
                 }
                 mode = JsonMode::Object;
-                match self.post(&self.body(request, mode)) {
+                match self.post(&self.body(request, mode)).await {
                     Ok(response) => response,
                     Err(PostError::Failed(error)) => return Err(error),
                     Err(PostError::Status(status, body)) => {
@@ -375,9 +430,9 @@ impl Llm for OpenAiLlm {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.trim_start().starts_with("application/json"));
         let completion = if is_json_document {
-            self.read_whole(response, start, on_text)?
+            self.read_whole(response, start, on_text).await?
         } else {
-            self.read_stream(response, start, on_text, cancel)?
+            self.read_stream(response, start, on_text, cancel).await?
         };
         tracing::debug!(
             url = %self.url,
@@ -390,6 +445,77 @@ impl Llm for OpenAiLlm {
             "chat completion finished"
         );
         Ok(completion)
+    }
+}
+
+impl Llm for OpenAiLlm {
+    fn model_name(&self) -> &str {
+        &self.model
+    }
+
+    fn complete(
+        &self,
+        request: &Request,
+        on_text: &mut dyn FnMut(&str),
+        cancel: &CancelToken,
+    ) -> Result<Completion, LlmError> {
+        if cancel.is_cancelled() {
+            return Err(LlmError::Cancelled);
+        }
+        let runtime = self
+            .runtime
+            .as_ref()
+            .ok_or_else(|| self.http_error("the HTTP runtime has stopped".to_owned()))?;
+        // The future runs here, on the caller's thread (so `on_text` need not be `Send`); the
+        // runtime's threads drive the sockets. Callers on several threads each block on their own.
+        runtime.block_on(self.complete_async(request, on_text, cancel))
+    }
+
+    /// Requests in flight at once: `openai.max_concurrent`.
+    fn parallelism(&self) -> usize {
+        self.max_concurrent
+    }
+}
+
+/// Splits a response body into lines (each with its `\n`, the last one perhaps without), as
+/// they arrive.
+struct LineReader {
+    response: Response,
+    buffer: Vec<u8>,
+    /// How much of `buffer` is known to hold no `\n`.
+    scanned: usize,
+    ended: bool,
+}
+
+impl LineReader {
+    fn new(response: Response) -> Self {
+        Self {
+            response,
+            buffer: Vec::new(),
+            scanned: 0,
+            ended: false,
+        }
+    }
+
+    /// The next line, or `None` at the end of the body.
+    async fn next_line(&mut self) -> Result<Option<Vec<u8>>, reqwest::Error> {
+        loop {
+            if let Some(i) = self.buffer[self.scanned..].iter().position(|&b| b == b'\n') {
+                let end = self.scanned + i + 1;
+                let line = self.buffer.drain(..end).collect();
+                self.scanned = 0;
+                return Ok(Some(line));
+            }
+            self.scanned = self.buffer.len();
+            if self.ended {
+                self.scanned = 0;
+                return Ok((!self.buffer.is_empty()).then(|| std::mem::take(&mut self.buffer)));
+            }
+            match self.response.chunk().await? {
+                Some(bytes) => self.buffer.extend_from_slice(&bytes),
+                None => self.ended = true,
+            }
+        }
     }
 }
 
