@@ -407,7 +407,7 @@ impl Scheduler<'_> {
                 }
             }
             while let Some(job) = queue.pop_front() {
-                if let Err(job) = self.admit(ctx, job) {
+                if let Some(job) = self.admit(ctx, job) {
                     // No slot or cache room until a running call ends.
                     queue.push_front(job);
                     break;
@@ -481,9 +481,9 @@ impl Scheduler<'_> {
     }
 
     /// Starts `job` on a free slot, reusing the longest cached prefix of its prompt (the slot's
-    /// own, or a copy of another sequence's). A job that cannot start yet comes back; a job
+    /// own, or a copy of another sequence's). A job that cannot start yet comes back (Some); a job
     /// that can never start is answered with its error.
-    fn admit(&mut self, ctx: &mut LlamaContext, job: Job) -> Result<(), Job> {
+    fn admit(&mut self, ctx: &mut LlamaContext, job: Job) -> Option<Job> {
         let received = Instant::now();
         let prepared = (|| {
             let prompt = self.render_prompt(&job.request.messages)?;
@@ -504,12 +504,12 @@ impl Scheduler<'_> {
             Ok(v) => v,
             Err(e) => {
                 let _ = job.events.send(Event::Done(Err(e)));
-                return Ok(());
+                return None;
             }
         };
         if job.cancel.is_cancelled() {
             let _ = job.events.send(Event::Done(Err(LlmError::Cancelled)));
-            return Ok(());
+            return None;
         }
         // The free slot whose cache shares most with the prompt; ties go to the one idle
         // longest, so recently used prefixes stay.
@@ -526,7 +526,7 @@ impl Scheduler<'_> {
             })
             .map(|(i, _)| i)
         else {
-            return Err(job);
+            return Some(job);
         };
         let reserved = (tokens.len() + job.request.options.max_tokens as usize).min(self.n_ctx_seq);
         // Make room: evict idle caches, least recently used first, then wait for running calls.
@@ -544,7 +544,7 @@ impl Scheduler<'_> {
                 .map(|(i, _)| i);
             match victim {
                 Some(v) => self.drop_cache(ctx, v),
-                None => return Err(job),
+                None => return Some(job),
             }
         }
 
@@ -605,7 +605,7 @@ impl Scheduler<'_> {
             text: String::new(),
             pending_bytes: Vec::new(),
         });
-        Ok(())
+        None
     }
 
     fn drop_cache(&mut self, ctx: &mut LlamaContext, slot: usize) {
