@@ -6,6 +6,8 @@
 //! says how close to the physical limit we run.
 
 pub mod history;
+pub mod parallel;
+pub mod research;
 
 use std::time::{Duration, Instant};
 

@@ -8,6 +8,8 @@ use clap::{Parser, Subcommand};
 use rudder::embed::FastEmbedder;
 use rudder::llm::llama::LlamaLlm;
 use rudder::models::ModelStore;
+use rudder_bench::parallel::{ParallelBench, ParallelList, ParallelRun};
+use rudder_bench::research::{ResearchBench, ResearchMode, ResearchRequest, ResearchRun};
 use rudder_cli::{Ctx, GlobalArgs};
 
 /// The `rudder` command line, as far as `bench` goes.
@@ -50,9 +52,45 @@ pub enum BenchCommand {
         /// Tokens to generate per run.
         #[arg(long, default_value_t = 128)]
         tokens: u32,
-        /// Repetitions (medians are reported).
+        /// Repetitions (medians are reported; not used with --parallel).
         #[arg(long, default_value_t = 3)]
         reps: usize,
+        /// Instead: aggregate throughput with N sequences decoded together, for each N of this
+        /// comma-separated list (e.g. 1,2,4,8). Each N runs in a child process of its own
+        /// (`llama.parallel` = N, same context per sequence) that makes N calls at once:
+        /// prompts, free generation and grammar-constrained generation; one table compares them.
+        #[arg(
+            long,
+            value_name = "N,N,…",
+            value_parser = rudder_bench::parallel::parse_parallel_list
+        )]
+        parallel: Option<ParallelList>,
+        /// One N of --parallel, measured in this process (what each child runs); prints one
+        /// JSON line.
+        #[arg(long, hide = true, value_name = "N", conflicts_with = "parallel")]
+        parallel_one: Option<usize>,
+    },
+    /// The same research run twice over the document library (the offline Wikipedia corpus):
+    /// first one model call at a time on one thread (llama.parallel = 1, threads = 1,
+    /// threads_batch = 1), then with the saved settings; wall time, tokens, KV-cache reuse,
+    /// tree shape and report size side by side. Each run is a child process and a session in
+    /// the data directory, deleted afterwards.
+    Research {
+        /// The question researched.
+        #[arg(long, default_value = rudder_bench::research::DEFAULT_QUESTION)]
+        question: String,
+        /// Depth of the research tree.
+        #[arg(long, default_value_t = 2)]
+        depth: u32,
+        /// Directions researched per node.
+        #[arg(long, default_value_t = 3)]
+        breadth: u32,
+        /// Keep the two sessions (listed by `rudder sessions list`) instead of deleting them.
+        #[arg(long)]
+        keep_sessions: bool,
+        /// One run, in this process (what each child runs); prints one JSON line.
+        #[arg(long, hide = true, value_enum, value_name = "MODE")]
+        research_child: Option<ResearchMode>,
     },
     /// Embedding throughput on short history-like texts.
     Embed {
@@ -209,7 +247,33 @@ pub fn run(ctx: &Ctx, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        BenchCommand::Llm { tokens, reps } => {
+        BenchCommand::Research {
+            question,
+            depth,
+            breadth,
+            keep_sessions,
+            research_child,
+        } => {
+            let request = ResearchRequest {
+                question,
+                depth,
+                breadth,
+            };
+            match research_child {
+                Some(mode) => research_child_run(ctx, mode, &request, keep_sessions),
+                None => research_bench(ctx, request),
+            }
+        }
+        BenchCommand::Llm {
+            tokens,
+            parallel_one: Some(n),
+            ..
+        } => parallel_child_run(ctx, n, tokens),
+        BenchCommand::Llm {
+            parallel: Some(list),
+            ..
+        } => parallel_bench(ctx, &list),
+        BenchCommand::Llm { tokens, reps, .. } => {
             let store = ModelStore::open(&ctx.paths)?;
             let name = ctx.model.as_deref().unwrap_or(&ctx.settings.chat_model);
             let path = store.ready_path(name)?;
@@ -266,6 +330,132 @@ pub fn run(ctx: &Ctx, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// This process's arguments, for a child's command line.
+fn own_args() -> Vec<std::ffi::OsString> {
+    std::env::args_os().skip(1).collect()
+}
+
+/// `bench llm --parallel-one N`: the chat model with N sequences, N calls at once; one JSON
+/// line on stdout.
+fn parallel_child_run(ctx: &Ctx, n: usize, tokens: u32) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(n > 0, "--parallel-one must be at least 1");
+    let store = ModelStore::open(&ctx.paths)?;
+    let name = ctx.model.as_deref().unwrap_or(&ctx.settings.chat_model);
+    let path = store.ready_path(name)?;
+    let mut settings = ctx.settings.llama.clone();
+    settings.parallel = n;
+    eprintln!("N={n}: loading {name} with {n} sequences …");
+    let llm = LlamaLlm::load(name, &path, &settings)?;
+    let run = rudder_bench::parallel::bench_parallel_one(&llm, n, tokens, &|line| {
+        eprintln!("{line}");
+    })?;
+    println!("{}", serde_json::to_string(&run)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bench llm --parallel 1,2,4,8`: a child process per N, then the table.
+fn parallel_bench(ctx: &Ctx, list: &ParallelList) -> anyhow::Result<ExitCode> {
+    // Fail once here rather than in every child when the model is missing.
+    let store = ModelStore::open(&ctx.paths)?;
+    let name = ctx.model.as_deref().unwrap_or(&ctx.settings.chat_model);
+    store.ready_path(name)?;
+    let args = own_args();
+    let mut runs = Vec::new();
+    for (i, &n) in list.0.iter().enumerate() {
+        eprintln!(
+            "[{}/{}] N={n}: child process, {n} calls at once per phase …",
+            i + 1,
+            list.0.len()
+        );
+        let run: ParallelRun = rudder_bench::parallel::run_child(
+            &rudder_bench::parallel::child_args_for(&args, n),
+            &format!("N={n}"),
+        )?;
+        eprintln!("{}", rudder_bench::parallel::summary_line(&run));
+        runs.push(run);
+    }
+    let bench = ParallelBench::new(rudder_bench::parallel::Hardware::detect(), runs);
+    if ctx.json {
+        println!("{}", serde_json::to_string_pretty(&bench)?);
+    } else {
+        print!("{}", rudder_bench::parallel::render_table(&bench));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bench research --research-child MODE`: one run; one JSON line on stdout.
+fn research_child_run(
+    ctx: &Ctx,
+    mode: ResearchMode,
+    request: &ResearchRequest,
+    keep_session: bool,
+) -> anyhow::Result<ExitCode> {
+    let run = rudder_bench::research::run_research(
+        &ctx.paths,
+        &ctx.settings,
+        ctx.model.as_deref(),
+        mode,
+        request,
+        keep_session,
+    )?;
+    println!("{}", serde_json::to_string(&run)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bench research`: the sequential run, then the default one, each a child process.
+fn research_bench(ctx: &Ctx, request: ResearchRequest) -> anyhow::Result<ExitCode> {
+    use rudder_bench::research::RESEARCH_CHILD_FLAG;
+    // Checked here, before two model loads: the settings, the corpus and the model.
+    rudder::session::runner::RunOverrides {
+        depth: Some(request.depth),
+        breadth: Some(request.breadth),
+        ..Default::default()
+    }
+    .resolve(&ctx.settings.research)?;
+    let documents = rudder_bench::research::library_documents(&ctx.paths)?;
+    let store = ModelStore::open(&ctx.paths)?;
+    let name = ctx.model.as_deref().unwrap_or(&ctx.settings.chat_model);
+    store.ready_path(name)?;
+    let args = own_args();
+    let mut runs = Vec::new();
+    for (i, mode) in ResearchMode::BOTH.into_iter().enumerate() {
+        eprintln!(
+            "[{}/2] {} run: depth {}, breadth {}, {documents} documents, child process …",
+            i + 1,
+            mode.as_str(),
+            request.depth,
+            request.breadth
+        );
+        let child = rudder_bench::parallel::child_args(
+            &args,
+            &[RESEARCH_CHILD_FLAG],
+            &[RESEARCH_CHILD_FLAG.into(), mode.as_str().into()],
+        );
+        let run: ResearchRun = rudder_bench::parallel::run_child(&child, mode.as_str())?;
+        eprintln!(
+            "[{}/2] {}: {:.1} s, {} LLM calls, {} sections",
+            i + 1,
+            mode.as_str(),
+            run.wall_seconds,
+            run.usage.calls,
+            run.sections
+        );
+        runs.push(run);
+    }
+    let bench = ResearchBench::new(
+        request,
+        documents,
+        rudder_bench::parallel::Hardware::detect(),
+        runs,
+    );
+    if ctx.json {
+        println!("{}", serde_json::to_string_pretty(&bench)?);
+    } else {
+        print!("{}", rudder_bench::research::render_research(&bench));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,5 +487,86 @@ mod tests {
             panic!("expected generate-history");
         };
         assert_eq!((out, sessions), ("out".into(), 100_000));
+    }
+
+    #[test]
+    fn llm_takes_a_list_of_sequence_counts_and_children_one() {
+        let cli = Cli::try_parse_from(["rudder", "bench", "llm", "--parallel", "1,2,4,8"]).unwrap();
+        let Top::Bench(BenchCommand::Llm {
+            parallel,
+            parallel_one,
+            tokens,
+            ..
+        }) = cli.command
+        else {
+            panic!("expected llm");
+        };
+        assert_eq!(parallel, Some(ParallelList(vec![1, 2, 4, 8])));
+        assert_eq!((parallel_one, tokens), (None, 128));
+        assert!(Cli::try_parse_from(["rudder", "bench", "llm", "--parallel", "1,0"]).is_err());
+
+        // What the parent passes its child parses, as one N.
+        let args: Vec<std::ffi::OsString> = ["--threads", "2", "bench", "llm", "--parallel", "1,2"]
+            .iter()
+            .map(Into::into)
+            .collect();
+        let child = rudder_bench::parallel::child_args_for(&args, 2);
+        let cli = Cli::try_parse_from(std::iter::once("rudder".into()).chain(child)).unwrap();
+        assert_eq!(cli.global.threads, Some(2));
+        let Top::Bench(BenchCommand::Llm {
+            parallel,
+            parallel_one,
+            ..
+        }) = cli.command
+        else {
+            panic!("expected llm");
+        };
+        assert_eq!((parallel, parallel_one), (None, Some(2)));
+        // Without --parallel the single-sequence benchmark runs as before.
+        let cli = Cli::try_parse_from(["rudder", "bench", "llm", "--reps", "2"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Top::Bench(BenchCommand::Llm {
+                parallel: None,
+                parallel_one: None,
+                reps: 2,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn research_children_get_their_mode() {
+        use rudder_bench::research::RESEARCH_CHILD_FLAG;
+        let cli = Cli::try_parse_from(["rudder", "bench", "research"]).unwrap();
+        let Top::Bench(BenchCommand::Research {
+            depth,
+            breadth,
+            research_child,
+            ..
+        }) = cli.command
+        else {
+            panic!("expected research");
+        };
+        assert_eq!((depth, breadth, research_child), (2, 3, None));
+        let args: Vec<std::ffi::OsString> = ["bench", "research", "--depth", "1", "--json"]
+            .iter()
+            .map(Into::into)
+            .collect();
+        let child = rudder_bench::parallel::child_args(
+            &args,
+            &[RESEARCH_CHILD_FLAG],
+            &[RESEARCH_CHILD_FLAG.into(), "sequential".into()],
+        );
+        let cli = Cli::try_parse_from(std::iter::once("rudder".into()).chain(child)).unwrap();
+        let Top::Bench(BenchCommand::Research {
+            depth,
+            research_child,
+            ..
+        }) = cli.command
+        else {
+            panic!("expected research");
+        };
+        assert_eq!((depth, research_child), (1, Some(ResearchMode::Sequential)));
     }
 }
