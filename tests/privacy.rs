@@ -97,6 +97,9 @@ impl Sandbox {
             .env("RUDDER_DATA_DIR", &self.data)
             // Greedy decoding is reproducible only if the prompts see the same date.
             .env("RUDDER_DATE", "2026-11-22")
+            // The two privacy tests run side by side: one model thread each, or llama.cpp's
+            // spinning threads slow both down many times over on a 2-core machine.
+            .env("RUDDER_THREADS", "1")
             .stdin(Stdio::null())
             .output()
             .expect("run rudder under strace");
