@@ -240,20 +240,30 @@ fn default_mode_opens_no_socket_and_writes_only_inside_the_data_directory() {
         &["import", "--no-embed", batch.to_str().unwrap()],
     );
     let (_, took) = sb.run("embed-calibrate", &["history", "embed"]);
-    let per_second = 600.0 / took.as_secs_f64().max(0.1);
-    let needed = ((per_second * 40.0) as usize).clamp(1_000, 200_000);
-    let large = sb
-        .inputs
-        .join("large/Takeout/My Activity/Search/MyActivity.json");
-    takeout(&large, needed, 2);
-    sb.run(
-        "import-large",
-        &["import", "--no-embed", large.to_str().unwrap()],
-    );
-    let (_, took) = sb.run("embed", &["history", "embed"]);
+    // The rate moves with the load of a shared machine: when a run comes out short, it is
+    // re-sized from its own (larger, so steadier) measurement and run again on new sessions.
+    let mut per_second = 600.0 / took.as_secs_f64().max(0.1);
+    let mut longest = Duration::ZERO;
+    for round in 0..3 {
+        let needed = ((per_second * 45.0) as usize).clamp(1_000, 400_000);
+        let large = sb
+            .inputs
+            .join(format!("large{round}/Takeout/My Activity/Search/MyActivity.json"));
+        takeout(&large, needed, 2 + round);
+        sb.run(
+            &format!("import-large-{round}"),
+            &["import", "--no-embed", large.to_str().unwrap()],
+        );
+        let (_, took) = sb.run(&format!("embed-{round}"), &["history", "embed"]);
+        longest = longest.max(took);
+        if took >= Duration::from_secs(30) {
+            break;
+        }
+        per_second = needed as f64 / took.as_secs_f64().max(0.1);
+    }
     assert!(
-        took >= Duration::from_secs(30),
-        "history embed ran {took:?} on {needed} sessions; the check needs 30 s"
+        longest >= Duration::from_secs(30),
+        "history embed ran at most {longest:?} in one process in three tries; the check needs 30 s"
     );
 
     sb.assert_untouched();
