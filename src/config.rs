@@ -98,8 +98,10 @@ pub struct LlamaSettings {
     /// Sequences decoded together in one batch: how many model calls run at once. Decoding is
     /// bound by memory bandwidth, so four sequences cost little more than one per step.
     pub parallel: usize,
-    /// Layers offloaded to the GPU (needs a build with `cuda`, `metal` or `vulkan`).
-    pub gpu_layers: u32,
+    /// Layers offloaded to the GPU: `"auto"` (the default) fits as many as the GPU's free
+    /// memory holds (all of them when they fit); a number pins it (0: CPU only). Only a build
+    /// with `cuda`, `metal` or `vulkan` has a GPU to offload to.
+    pub gpu_layers: GpuLayers,
     /// Context window in tokens.
     pub context_size: u32,
     /// Tokens decoded per batch while reading the prompt.
@@ -112,7 +114,7 @@ impl Default for LlamaSettings {
             threads: None,
             threads_batch: None,
             parallel: 4,
-            gpu_layers: 0,
+            gpu_layers: GpuLayers::Auto,
             context_size: 4096,
             batch_size: 512,
         }
@@ -143,6 +145,72 @@ impl LlamaSettings {
     /// Sequences decoded together, at least 1.
     pub fn effective_parallel(&self) -> usize {
         self.parallel.max(1)
+    }
+}
+
+/// How many of the model's layers go to the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GpuLayers {
+    /// As many as fit in the device's free memory (see `llm::offload::plan`).
+    #[default]
+    Auto,
+    /// Exactly this many (0 keeps the model on the CPU).
+    Fixed(u32),
+}
+
+impl GpuLayers {
+    /// `None` for automatic, as the settings screen carries it.
+    pub fn fixed(self) -> Option<u32> {
+        match self {
+            GpuLayers::Auto => None,
+            GpuLayers::Fixed(n) => Some(n),
+        }
+    }
+
+    pub fn from_fixed(n: Option<u32>) -> Self {
+        n.map_or(GpuLayers::Auto, GpuLayers::Fixed)
+    }
+}
+
+impl std::fmt::Display for GpuLayers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GpuLayers::Auto => f.write_str("auto"),
+            GpuLayers::Fixed(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+// In settings.toml: `gpu_layers = "auto"` or `gpu_layers = 20`.
+impl Serialize for GpuLayers {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            GpuLayers::Auto => serializer.serialize_str("auto"),
+            GpuLayers::Fixed(n) => serializer.serialize_u32(*n),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for GpuLayers {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(u32),
+            Text(String),
+        }
+        match Raw::deserialize(deserializer)? {
+            Raw::Number(n) => Ok(GpuLayers::Fixed(n)),
+            Raw::Text(t) if t.eq_ignore_ascii_case("auto") => Ok(GpuLayers::Auto),
+            Raw::Text(t) => Err(serde::de::Error::custom(format!(
+                "gpu_layers must be \"auto\" or a number of layers, not \"{t}\""
+            ))),
+        }
     }
 }
 
@@ -328,5 +396,33 @@ impl Settings {
         let file = paths.settings_file();
         let text = toml::to_string_pretty(self).map_err(|e| Error::Config(e.to_string()))?;
         crate::fsutil::write_atomic(&file, text.as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_layers_reads_auto_or_a_number_and_names_a_bad_value() {
+        let auto: LlamaSettings = toml::from_str("").unwrap();
+        assert_eq!(auto.gpu_layers, GpuLayers::Auto);
+        let pinned: LlamaSettings = toml::from_str("gpu_layers = 12").unwrap();
+        assert_eq!(pinned.gpu_layers, GpuLayers::Fixed(12));
+        let cpu: LlamaSettings = toml::from_str("gpu_layers = 0").unwrap();
+        assert_eq!(cpu.gpu_layers, GpuLayers::Fixed(0));
+        let text: LlamaSettings = toml::from_str("gpu_layers = \"Auto\"").unwrap();
+        assert_eq!(text.gpu_layers, GpuLayers::Auto);
+        let err = toml::from_str::<LlamaSettings>("gpu_layers = \"max\"").unwrap_err();
+        assert!(err.to_string().contains("gpu_layers"), "{err}");
+        // Both forms survive a save.
+        for value in [GpuLayers::Auto, GpuLayers::Fixed(7)] {
+            let s = LlamaSettings {
+                gpu_layers: value,
+                ..LlamaSettings::default()
+            };
+            let back: LlamaSettings = toml::from_str(&toml::to_string(&s).unwrap()).unwrap();
+            assert_eq!(back.gpu_layers, value);
+        }
     }
 }

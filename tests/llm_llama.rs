@@ -293,3 +293,58 @@ fn a_shared_prefix_is_copied_between_sequences() {
         );
     }
 }
+
+#[test]
+fn the_offload_plan_reads_the_real_model_and_says_where_it_runs() {
+    use rudder::config::GpuLayers;
+    use rudder::llm::offload::{self, Workload};
+
+    let store = common::store();
+    let path = store.ready_path(common::CHAT_MODEL).unwrap();
+    // SmolLM2-135M: 30 blocks of 576 dimensions, 9 query and 3 KV heads, 49,152 tokens.
+    let shape = offload::model_shape(&path).unwrap();
+    assert_eq!(
+        (
+            shape.n_layer,
+            shape.n_embd,
+            shape.n_head,
+            shape.n_head_kv,
+            shape.n_vocab
+        ),
+        (30, 576, 9, 3, 49_152)
+    );
+    assert_eq!(shape.weight_bytes, std::fs::metadata(&path).unwrap().len());
+
+    // What this build sees: a CPU build sees no GPU, and the loaded model says so.
+    let devices = offload::gpu_devices().unwrap();
+    let info = shared().info();
+    assert_eq!(info.gpu_layers, info.offload.layers);
+    if devices.is_empty() {
+        assert_eq!(
+            (info.offload.backend.as_str(), info.offload.layers),
+            ("CPU", 0)
+        );
+        assert!(
+            info.offload.reason.contains("no GPU"),
+            "{}",
+            info.offload.reason
+        );
+    }
+    // The real shape on a recorded 4 GB laptop GPU: the whole small model fits.
+    let gpu = offload::GpuDevice {
+        index: 0,
+        name: "CUDA0".into(),
+        description: "NVIDIA GeForce GTX 1650".into(),
+        backend: "CUDA".into(),
+        memory_total: 4 << 30,
+        memory_free: 3 << 30,
+        integrated: false,
+    };
+    let workload = Workload {
+        model: shape,
+        n_ctx_total: 4 * 4096,
+        n_batch: 512,
+    };
+    let plan = offload::plan(GpuLayers::Auto, &[gpu], Some(&workload));
+    assert_eq!(plan.layers, 31, "{}", plan.reason);
+}

@@ -246,9 +246,9 @@ fn default_mode_opens_no_socket_and_writes_only_inside_the_data_directory() {
     let mut longest = Duration::ZERO;
     for round in 0..3 {
         let needed = ((per_second * 45.0) as usize).clamp(1_000, 400_000);
-        let large = sb
-            .inputs
-            .join(format!("large{round}/Takeout/My Activity/Search/MyActivity.json"));
+        let large = sb.inputs.join(format!(
+            "large{round}/Takeout/My Activity/Search/MyActivity.json"
+        ));
         takeout(&large, needed, 2 + round);
         sb.run(
             &format!("import-large-{round}"),

@@ -31,6 +31,8 @@ struct Observed {
     model_status: String,
     embed_status: String,
     threads_status: String,
+    gpu_status: String,
+    recommendation: String,
     error_text: String,
     title: String,
     /// What `eval` does in the page: the CSP (`script-src 'self'`) must refuse it.
@@ -82,6 +84,8 @@ async fn observe(client: &Client) -> Result<Observed, Box<dyn std::error::Error>
         model_status,
         embed_status: text_of(client, "embed-status").await?,
         threads_status: text_of(client, "threads-status").await?,
+        gpu_status: text_of(client, "gpu-status").await?,
+        recommendation: text_of(client, "model-recommendation").await?,
         error_text,
         title: client.title().await?,
         eval_outcome: eval_outcome.as_str().unwrap_or_default().to_owned(),
@@ -124,6 +128,8 @@ async fn window_shows_engine_status_for_empty_data_dir() {
     eprintln!("#model-status: {}", observed.model_status);
     eprintln!("#embed-status: {}", observed.embed_status);
     eprintln!("#threads-status: {}", observed.threads_status);
+    eprintln!("#gpu-status: {}", observed.gpu_status);
+    eprintln!("#model-recommendation: {}", observed.recommendation);
     eprintln!("eval in page: {}", observed.eval_outcome);
 
     assert!(
@@ -151,4 +157,25 @@ async fn window_shows_engine_status_for_empty_data_dir() {
         "unexpected threads line {:?}",
         observed.threads_status
     );
+    // The window says where the model would run, as the engine planned it.
+    match &expected.offload.device {
+        None => assert_eq!(
+            observed.gpu_status,
+            "GPU: none — the model runs on the CPU (automatic)"
+        ),
+        Some(device) => assert!(
+            observed.gpu_status.contains(&device.description),
+            "{:?}",
+            observed.gpu_status
+        ),
+    }
+    if let Some(r) = &expected.recommendation {
+        assert!(
+            observed
+                .recommendation
+                .starts_with(&format!("Recommended for this machine: {}", r.model)),
+            "{:?}",
+            observed.recommendation
+        );
+    }
 }

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{App, AppError, AppResult};
-use crate::config::{ResearchDefaults, Settings, WebSettings};
+use crate::config::{GpuLayers, ResearchDefaults, Settings, WebSettings};
 use crate::models::{ModelStore, Role};
 use crate::sources::web::WEB_DISCLOSURE;
 
@@ -19,7 +19,9 @@ pub struct AppSettings {
     pub chat_models: Vec<String>,
     /// Generation threads; 0 means automatic (every physical core).
     pub threads: usize,
-    pub gpu_layers: u32,
+    /// Layers offloaded to the GPU; `None` fits them to the GPU's free memory, 0 keeps the
+    /// model on the CPU.
+    pub gpu_layers: Option<u32>,
     pub depth: u32,
     pub breadth: u32,
     pub c0: f32,
@@ -58,7 +60,7 @@ impl App {
         let mut settings = self.settings()?;
         settings.chat_model = new.chat_model.clone();
         settings.llama.threads = (new.threads > 0).then_some(new.threads);
-        settings.llama.gpu_layers = new.gpu_layers;
+        settings.llama.gpu_layers = GpuLayers::from_fixed(new.gpu_layers);
         settings.research = research_defaults(new);
         let url = new.searxng_url.trim().to_string();
         if new.web_enabled || !url.is_empty() || settings.web.is_some() {
@@ -83,7 +85,7 @@ fn view(settings: &Settings, store: &ModelStore) -> AppSettings {
             .map(|m| m.name.clone())
             .collect(),
         threads: settings.llama.threads.unwrap_or(0),
-        gpu_layers: settings.llama.gpu_layers,
+        gpu_layers: settings.llama.gpu_layers.fixed(),
         depth: r.depth,
         breadth: r.breadth,
         c0: r.c0,

@@ -212,10 +212,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         "missing"
                     }
                 );
+                println!("threads:     {}", status.threads);
                 println!(
-                    "threads:     {}   gpu layers: {}",
-                    status.threads, status.gpu_layers
+                    "gpu:         {} (gpu_layers = {})",
+                    status.offload.summary(),
+                    status.gpu_layers_setting
                 );
+                println!("             {}", status.offload.reason);
+                if let Some(r) = &status.recommendation {
+                    println!("recommended: {}: {}", r.model, r.reason);
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -28,6 +28,7 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use serde::Serialize;
 
+use super::offload::{self, OffloadPlan, Workload};
 use super::{
     grammar, CancelToken, Completion, FinishReason, GenerationOptions, Llm, LlmError, Message,
     OutputFormat, Request, Timing, Usage,
@@ -35,7 +36,7 @@ use super::{
 use crate::config::LlamaSettings;
 
 /// llama.cpp may be initialised once per process.
-fn backend() -> Result<&'static LlamaBackend, LlmError> {
+pub(crate) fn backend() -> Result<&'static LlamaBackend, LlmError> {
     static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
@@ -62,7 +63,10 @@ pub struct ModelInfo {
     pub threads_batch: usize,
     /// Sequences decoded together.
     pub parallel: usize,
+    /// Layers offloaded to the GPU (`offload.layers`).
     pub gpu_layers: u32,
+    /// Where the layers run, and why.
+    pub offload: OffloadPlan,
     pub chat_template: bool,
     pub load_time: Duration,
 }
@@ -178,17 +182,25 @@ fn worker_main(
     peak: Arc<AtomicUsize>,
 ) {
     let started = Instant::now();
+    let parallel = settings.effective_parallel();
     let loaded = (|| {
         let backend = backend()?;
-        let params = LlamaModelParams::default().with_n_gpu_layers(settings.gpu_layers);
+        let offload = plan_offload(&path, &settings, parallel)?;
+        let mut params = LlamaModelParams::default().with_n_gpu_layers(offload.layers);
+        if let Some(device) = offload.device.as_ref().filter(|_| offload.layers > 0) {
+            // Only the planned device: llama.cpp would otherwise split over every GPU it sees.
+            params = params
+                .with_devices(&[device.index])
+                .map_err(|e| LlmError::Backend(format!("cannot select {}: {e}", device.name)))?;
+        }
         let model =
             LlamaModel::load_from_file(backend, &path, &params).map_err(|e| LlmError::Load {
                 path: path.display().to_string(),
                 message: e.to_string(),
             })?;
-        Ok::<_, LlmError>((backend, model))
+        Ok::<_, LlmError>((backend, model, offload))
     })();
-    let (backend, model) = match loaded {
+    let (backend, model, offload) = match loaded {
         Ok(v) => v,
         Err(e) => {
             let _ = ready.send(Err(e));
@@ -197,16 +209,8 @@ fn worker_main(
     };
     let threads = settings.effective_threads();
     let threads_batch = settings.effective_threads_batch();
-    let parallel = settings.effective_parallel();
     let n_ctx_train = model.n_ctx_train();
-    // Each sequence may use the whole configured context; the sequences share one unified
-    // cache of `parallel` times that, so a common prompt prefix is stored once.
-    let n_ctx_seq = if n_ctx_train > 0 {
-        settings.context_size.min(n_ctx_train)
-    } else {
-        settings.context_size
-    }
-    .max(256);
+    let n_ctx_seq = sequence_context(&settings, n_ctx_train);
     let n_ctx = n_ctx_seq.saturating_mul(parallel as u32);
     let n_batch = settings.batch_size.clamp(32, n_ctx);
     let ctx_params = LlamaContextParams::default()
@@ -248,7 +252,8 @@ fn worker_main(
         threads,
         threads_batch,
         parallel,
-        gpu_layers: settings.gpu_layers,
+        gpu_layers: offload.layers,
+        offload,
         chat_template: scheduler.template.is_some(),
         load_time: started.elapsed(),
     };
@@ -258,13 +263,54 @@ fn worker_main(
         parallel,
         threads,
         threads_batch,
+        gpu = %info.offload.summary(),
         load_ms = info.load_time.as_millis() as u64,
         "model loaded"
     );
+    tracing::info!(reason = %info.offload.reason, "offload");
     if ready.send(Ok(info)).is_err() {
         return;
     }
     scheduler.serve(&mut ctx, &jobs);
+}
+
+/// Tokens of context each sequence gets: the setting, within what the model was trained on.
+fn sequence_context(settings: &LlamaSettings, n_ctx_train: u32) -> u32 {
+    if n_ctx_train > 0 {
+        settings.context_size.min(n_ctx_train)
+    } else {
+        settings.context_size
+    }
+    .max(256)
+}
+
+/// Plans the GPU offload for `path` under `settings` (see [`offload::plan`]); a CPU build, or
+/// `gpu_layers = 0`, never reads the model's shape.
+pub fn plan_offload(
+    path: &Path,
+    settings: &LlamaSettings,
+    parallel: usize,
+) -> Result<OffloadPlan, LlmError> {
+    let devices = offload::gpu_devices()?;
+    if devices.is_empty() || settings.gpu_layers == crate::config::GpuLayers::Fixed(0) {
+        return Ok(offload::plan(settings.gpu_layers, &devices, None));
+    }
+    let model = offload::model_shape(path)?;
+    // The trained context is not known before loading; the setting bounds it from above, so
+    // the plan errs towards fewer layers.
+    let n_ctx_seq = sequence_context(settings, 0);
+    let workload = Workload {
+        model,
+        n_ctx_total: n_ctx_seq.saturating_mul(parallel as u32),
+        n_batch: settings
+            .batch_size
+            .clamp(32, n_ctx_seq.saturating_mul(parallel as u32)),
+    };
+    Ok(offload::plan(
+        settings.gpu_layers,
+        &devices,
+        Some(&workload),
+    ))
 }
 
 /// One sequence of the shared context: the tokens its KV cache holds and the call it serves.

@@ -10,6 +10,7 @@
 
 pub mod grammar;
 pub mod llama;
+pub mod offload;
 pub mod openai;
 pub mod replay;
 

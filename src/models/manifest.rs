@@ -65,8 +65,17 @@ impl Source {
 pub struct ModelFile {
     /// Relative to the models directory, or absolute for registered local files.
     pub path: PathBuf,
+    /// Bytes; 0 when the server states it (see `sha256`).
+    #[serde(default)]
     pub size: u64,
+    /// The file's digest. Empty when the manifest records none: the download then verifies
+    /// against the digest its HTTP server states (Hugging Face's `X-Linked-Etag`), which is
+    /// recorded beside the file (`<file>.digest`) and checked from then on.
+    #[serde(default)]
     pub sha256: String,
+    /// Roughly how large the file is, for display and memory advice, when `size` is 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approx_size: Option<u64>,
     #[serde(default)]
     pub sources: Vec<Source>,
 }
@@ -86,9 +95,26 @@ pub struct ModelSpec {
     pub files: Vec<ModelFile>,
 }
 
+impl ModelFile {
+    /// The digest comes from the download server, not the manifest.
+    pub fn server_stated(&self) -> bool {
+        self.sha256.is_empty()
+    }
+
+    /// `size`, or `approx_size` when the server states the size.
+    pub fn display_size(&self) -> u64 {
+        if self.size > 0 {
+            self.size
+        } else {
+            self.approx_size.unwrap_or(0)
+        }
+    }
+}
+
 impl ModelSpec {
+    /// Bytes on disk once fetched (approximate for files whose size the server states).
     pub fn total_size(&self) -> u64 {
-        self.files.iter().map(|f| f.size).sum()
+        self.files.iter().map(ModelFile::display_size).sum()
     }
 }
 
@@ -112,6 +138,24 @@ impl Manifest {
                 });
             }
             for file in &model.files {
+                if file.server_stated() {
+                    let all_http = !file.sources.is_empty()
+                        && file
+                            .sources
+                            .iter()
+                            .all(|s| matches!(s, Source::Http { .. }));
+                    if !all_http {
+                        return Err(ModelError::Manifest {
+                            path: origin.to_path_buf(),
+                            message: format!(
+                                "model `{}`: {} has no sha256; only a file whose every source is HTTP (its server stating the digest) may omit it",
+                                model.name,
+                                file.path.display()
+                            ),
+                        });
+                    }
+                    continue;
+                }
                 if file.sha256.len() != 64 || !file.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
                     return Err(ModelError::Manifest {
                         path: origin.to_path_buf(),
@@ -174,5 +218,47 @@ license = "MIT"
             msg.contains("local.toml") && msg.contains("nothex"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn only_http_files_may_leave_their_digest_to_the_server() {
+        let text = |source: &str| {
+            format!(
+                r#"
+[[model]]
+name = "big"
+role = "chat"
+license = "MIT"
+  [[model.files]]
+  path = "big.gguf"
+  approx_size = 5000
+  sources = [{source}]
+"#
+            )
+        };
+        let http = Manifest::parse(
+            &text(r#"{ kind = "http", url = "https://example.invalid/big.gguf" }"#),
+            Path::new("local.toml"),
+        )
+        .unwrap();
+        let file = &http.models[0].files[0];
+        assert!(file.server_stated());
+        assert_eq!((file.size, http.models[0].total_size()), (0, 5000));
+        let err = Manifest::parse(
+            &text(r#"{ kind = "pypi", packages = ["big==1"], member = "*.gguf" }"#),
+            Path::new("local.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("big.gguf has no sha256"), "{err}");
+        // The built-in 7B model is such a file: its digest comes from Hugging Face.
+        let builtin = Manifest::builtin();
+        let seven = builtin
+            .models
+            .iter()
+            .find(|m| m.name == "qwen2.5-7b-instruct")
+            .unwrap();
+        assert!(seven.files.iter().all(ModelFile::server_stated));
+        assert!(seven.total_size() > 4_000_000_000);
     }
 }

@@ -41,6 +41,8 @@ pub enum ModelError {
         expected: String,
         actual: String,
     },
+    #[error("{path}: no digest is recorded for this file, so it cannot be verified (run `rudder models fetch {model}` to download it again)")]
+    NoDigest { model: String, path: PathBuf },
     #[error("{path}: not a GGUF model: {reason}")]
     NotGguf { path: PathBuf, reason: String },
     #[error("manifest {path}: {message}")]
@@ -94,6 +96,21 @@ struct VerifiedStamp {
     size: u64,
     mtime_ns: u128,
     sha256: String,
+}
+
+/// The digest and size a download server stated for a file the manifest gives no digest for,
+/// kept beside the file (`<file>.digest`) for every later check.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+pub(crate) struct StatedDigest {
+    pub sha256: String,
+    pub size: u64,
+    pub url: String,
+}
+
+pub(crate) fn digest_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".digest");
+    path.with_file_name(name)
 }
 
 /// The models directory together with the manifest that describes it.
@@ -155,6 +172,17 @@ impl ModelStore {
         }
     }
 
+    /// The size and digest a file must have: the manifest's, or for a file whose server states
+    /// them, what was recorded when it was downloaded (`None` before that).
+    pub fn expected(&self, file: &ModelFile) -> Option<(u64, String)> {
+        if !file.server_stated() {
+            return Some((file.size, file.sha256.clone()));
+        }
+        let text = std::fs::read_to_string(digest_path(&self.file_path(file))).ok()?;
+        let stated: StatedDigest = serde_json::from_str(&text).ok()?;
+        Some((stated.size, stated.sha256))
+    }
+
     /// Cheap state check: a stat per file, no hashing.
     pub fn quick_state(&self, name: &str) -> ModelState {
         let Ok(spec) = self.get(name) else {
@@ -164,8 +192,11 @@ impl ModelStore {
             .files
             .iter()
             .map(|f| {
+                let Some((size, _)) = self.expected(f) else {
+                    return false;
+                };
                 std::fs::metadata(self.file_path(f))
-                    .map(|m| m.len() == f.size)
+                    .map(|m| m.len() == size)
                     .unwrap_or(false)
             })
             .collect();
@@ -197,11 +228,17 @@ impl ModelStore {
             }
             Err(e) => return Err(ModelError::io(&path, e)),
         };
-        if meta.len() != file.size {
+        let Some((size, sha256)) = self.expected(file) else {
+            return Err(ModelError::NoDigest {
+                model: model.to_string(),
+                path,
+            });
+        };
+        if meta.len() != size {
             return Err(ModelError::SizeMismatch {
                 model: model.to_string(),
                 path,
-                expected: file.size,
+                expected: size,
                 actual: meta.len(),
             });
         }
@@ -219,18 +256,18 @@ impl ModelStore {
             {
                 if stamp.size == meta.len()
                     && stamp.mtime_ns == mtime_ns
-                    && stamp.sha256.eq_ignore_ascii_case(&file.sha256)
+                    && stamp.sha256.eq_ignore_ascii_case(&sha256)
                 {
                     return Ok(path);
                 }
             }
         }
         let actual = sha256_file(&path)?;
-        if !actual.eq_ignore_ascii_case(&file.sha256) {
+        if !actual.eq_ignore_ascii_case(&sha256) {
             let _ = std::fs::remove_file(&stamp_path);
             return Err(ModelError::HashMismatch {
                 path,
-                expected: file.sha256.clone(),
+                expected: sha256,
                 actual,
             });
         }
@@ -287,7 +324,7 @@ impl ModelStore {
             fetch::fetch_file(self, &spec.name, file, progress)?;
             self.verify_file(&spec.name, file, false)?;
             report.fetched += 1;
-            report.bytes += file.size;
+            report.bytes += self.expected(file).map_or(0, |(size, _)| size);
         }
         Ok(report)
     }
@@ -315,6 +352,7 @@ impl ModelStore {
                 path: path.clone(),
                 size,
                 sha256,
+                approx_size: None,
                 sources: vec![],
             }],
         };
@@ -371,6 +409,7 @@ mod tests {
             path: "m.gguf".into(),
             size: content.len() as u64,
             sha256: sha,
+            approx_size: None,
             sources: vec![],
         };
         let store = ModelStore {

@@ -23,6 +23,8 @@ pub struct LlmBench {
     pub model_bytes: u64,
     pub threads: usize,
     pub gpu_layers: u32,
+    /// Where the layers ran, and why (the same plan `rudder status` shows).
+    pub offload: rudder::llm::offload::OffloadPlan,
     pub load_seconds: f64,
     pub prompt_tokens: u64,
     pub prompt_tokens_per_s: f64,
@@ -162,6 +164,7 @@ pub fn bench_llm(llm: &LlamaLlm, gen_tokens: u32, repetitions: usize) -> rudder:
         model_bytes: info.size_bytes,
         threads: info.threads,
         gpu_layers: info.gpu_layers,
+        offload: info.offload.clone(),
         load_seconds: info.load_time.as_secs_f64(),
         prompt_tokens,
         prompt_tokens_per_s: median(prompt_rates),

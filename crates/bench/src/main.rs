@@ -290,10 +290,9 @@ pub fn run(ctx: &Ctx, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                 b.model,
                 b.model_bytes as f64 / 1e6
             );
-            println!(
-                "threads / gpu layers       {} / {}",
-                b.threads, b.gpu_layers
-            );
+            println!("threads                    {}", b.threads);
+            println!("gpu                        {}", b.offload.summary());
+            println!("                           {}", b.offload.reason);
             println!("load                       {:.2} s", b.load_seconds);
             println!(
                 "prompt                     {:.1} tok/s ({} tokens)",

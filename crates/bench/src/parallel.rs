@@ -225,6 +225,9 @@ pub struct ParallelRun {
     pub threads: usize,
     pub threads_batch: usize,
     pub gpu_layers: u32,
+    /// `OffloadPlan::summary` of the run: `CPU`, or the backend, device and layers.
+    #[serde(default)]
+    pub offload: String,
     /// Context per sequence.
     pub context_per_sequence: u32,
     pub load_seconds: f64,
@@ -345,10 +348,10 @@ pub fn render_table(b: &ParallelBench) -> String {
             "threads    {} generation, {} prompt (threads_batch)\n",
             r.threads, r.threads_batch
         ));
-        let backend = if r.gpu_layers == 0 {
-            "CPU".to_string()
-        } else {
-            format!("GPU, {} layers offloaded", r.gpu_layers)
+        let backend = match (r.offload.is_empty(), r.gpu_layers) {
+            (false, _) => r.offload.clone(),
+            (true, 0) => "CPU".to_string(),
+            (true, n) => format!("GPU, {n} layers offloaded"),
         };
         out.push_str(&format!("backend    {backend}\n"));
         out.push_str(&format!(
@@ -548,6 +551,7 @@ pub fn bench_parallel_one(
         threads: info.threads,
         threads_batch: info.threads_batch,
         gpu_layers: info.gpu_layers,
+        offload: info.offload.summary(),
         context_per_sequence: info.n_ctx,
         load_seconds: info.load_time.as_secs_f64(),
         max_tokens: gen_tokens,

@@ -9,9 +9,14 @@ export type AppSettings = { chat_model: string,
  */
 chat_models: Array<string>, 
 /**
- * Generation threads; 0 means automatic (cores − 1).
+ * Generation threads; 0 means automatic (every physical core).
  */
-threads: number, gpu_layers: number, depth: number, breadth: number, c0: number, tol: number, lambda_explore: number, lambda_info: number, clarify_turns: number, 
+threads: number, 
+/**
+ * Layers offloaded to the GPU; `None` fits them to the GPU's free memory, 0 keeps the
+ * model on the CPU.
+ */
+gpu_layers: number | null, depth: number, breadth: number, c0: number, tol: number, lambda_explore: number, lambda_info: number, clarify_turns: number, 
 /**
  * Ask at every branch, not only when the pause rule says it pays off.
  */

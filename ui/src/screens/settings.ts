@@ -17,6 +17,8 @@ interface NumField {
   step: number;
   min: number;
   max?: number;
+  /** Empty means automatic (the value is `null`). */
+  optional?: boolean;
 }
 
 const NUMBERS: NumField[] = [
@@ -28,7 +30,7 @@ const NUMBERS: NumField[] = [
   { field: 'breadth', id: 'settings-breadth', label: 'Breadth', help: 'Follow-ups per question (1–6).', step: 1, min: 1, max: 6 },
   { field: 'clarify_turns', id: 'settings-clarify-turns', label: 'Clarifying questions', help: 'Asked before research starts (0–5).', step: 1, min: 0, max: 5 },
   { field: 'threads', id: 'settings-threads', label: 'Threads', help: '0 chooses automatically.', step: 1, min: 0 },
-  { field: 'gpu_layers', id: 'settings-gpu-layers', label: 'GPU layers', help: 'Model layers offloaded to a GPU (0: CPU only).', step: 1, min: 0 },
+  { field: 'gpu_layers', id: 'settings-gpu-layers', label: 'GPU layers', help: 'Empty: as many as fit in the GPU\'s free memory. 0: CPU only.', step: 1, min: 0, optional: true },
 ];
 
 function fieldBox(f: NumField): HTMLElement {
@@ -36,7 +38,15 @@ function fieldBox(f: NumField): HTMLElement {
     'div',
     { class: 'field' },
     h('label', { for: f.id }, f.label),
-    h('input', { id: f.id, type: 'number', step: f.step, min: f.min, max: f.max, 'aria-describedby': `${f.id}-help ${f.id}-error` }),
+    h('input', {
+      id: f.id,
+      type: 'number',
+      step: f.step,
+      min: f.min,
+      max: f.max,
+      placeholder: f.optional ? 'auto' : undefined,
+      'aria-describedby': `${f.id}-help ${f.id}-error`,
+    }),
     h('span', { id: `${f.id}-help`, class: 'detail help' }, f.help),
     h('span', { id: `${f.id}-error`, class: 'error field-error', hidden: true }),
   );
@@ -117,7 +127,10 @@ function markDisclosure(on: boolean): void {
 }
 
 function fill(s: AppSettings): void {
-  for (const f of NUMBERS) byId<HTMLInputElement>(f.id).value = String(s[f.field]);
+  for (const f of NUMBERS) {
+    const v = s[f.field];
+    byId<HTMLInputElement>(f.id).value = v === null ? '' : String(v);
+  }
   const models = s.chat_models.includes(s.chat_model) ? s.chat_models : [s.chat_model, ...s.chat_models];
   const select = byId<HTMLSelectElement>('settings-model');
   replace(select, models.map((m) => h('option', { value: m }, m)));
@@ -144,7 +157,9 @@ function read(base: AppSettings): AppSettings {
   const s: AppSettings = { ...base };
   for (const f of NUMBERS) {
     const raw = byId<HTMLInputElement>(f.id).value.trim();
-    s[f.field] = raw === '' ? Number.NaN : Number(raw);
+    const value = raw === '' ? (f.optional ? null : Number.NaN) : Number(raw);
+    if (f.field === 'gpu_layers') s.gpu_layers = value;
+    else s[f.field] = value ?? Number.NaN;
   }
   s.chat_model = byId<HTMLSelectElement>('settings-model').value || base.chat_model;
   s.always_ask = byId<HTMLInputElement>('settings-always-ask').checked;

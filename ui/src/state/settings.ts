@@ -39,7 +39,9 @@ export function validateSettings(s: AppSettings): SettingsErrors {
     errors.clarify_turns = 'Clarifying questions: a whole number from 0 to 5.';
   }
   if (!(isInt(s.threads) && s.threads >= 0)) errors.threads = 'Threads: 0 (automatic) or more.';
-  if (!(isInt(s.gpu_layers) && s.gpu_layers >= 0)) errors.gpu_layers = 'GPU layers: 0 or more.';
+  if (s.gpu_layers !== null && !(isInt(s.gpu_layers) && s.gpu_layers >= 0)) {
+    errors.gpu_layers = 'GPU layers: empty (automatic), 0 (CPU only) or more.';
+  }
   if (s.web_enabled && !/^https?:\/\/\S+$/i.test(s.searxng_url.trim())) {
     errors.searxng_url = 'Web search needs the address of a SearxNG instance (http:// or https://).';
   }

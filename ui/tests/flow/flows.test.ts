@@ -56,7 +56,14 @@ describe('flows', () => {
     await page.waitForFunction(() => document.querySelector('#model-status')?.textContent?.includes('Chat model'));
     expect(await text(page, '#model-status')).toBe('Chat model: qwen2.5-1.5b-instruct — missing');
     expect(await text(page, '#embed-status')).toBe('Embedding model: all-MiniLM-L6-v2 — missing');
-    expect(await text(page, '#threads-status')).toBe('Threads: 2 · GPU layers: 0');
+    expect(await text(page, '#threads-status')).toBe('Threads: 2');
+    expect(await text(page, '#gpu-status')).toBe(
+      'GPU: Vulkan — AMD Radeon 780M, 6.0 GB free of 8.0 GB; layers planned when the model is on disk (automatic)',
+    );
+    expect(await text(page, '#gpu-reason')).toContain('once the model is on disk');
+    expect(await text(page, '#model-recommendation')).toBe(
+      'Recommended for this machine: llama-3.2-3b-instruct (choose it under Settings → Chat model) — the largest chat model this machine runs well (6.0 GB free on AMD Radeon 780M)',
+    );
     expect(await text(page, '#data-dir')).toContain('/home/user/.local/share/rudder');
     expect(await page.isHidden('#engine-error')).toBe(true);
     expect(await page.locator('#models-table tbody tr').count()).toBe(3);
@@ -430,7 +437,7 @@ describe('flows', () => {
       searxng_url: 'http://localhost:8888',
       chat_model: 'llama-3.2-3b-instruct',
       threads: 2,
-      gpu_layers: 0,
+      gpu_layers: null,
     });
     expect(await page.isHidden('#settings-c0-error')).toBe(true);
     await shot(page, '6-settings');

@@ -77,7 +77,7 @@ let settings: AppSettings = {
   chat_model: 'qwen2.5-1.5b-instruct',
   chat_models: ['qwen2.5-1.5b-instruct', 'llama-3.2-3b-instruct'],
   threads: 2,
-  gpu_layers: 0,
+  gpu_layers: null,
   depth: 2,
   breadth: 2,
   c0: 0.7,
@@ -104,7 +104,24 @@ function engineStatus(): unknown {
     embed_model: embed.name,
     embed_model_present: embed.state === 'present',
     threads: settings.threads,
-    gpu_layers: settings.gpu_layers,
+    gpu_layers_setting: settings.gpu_layers === null ? 'auto' : String(settings.gpu_layers),
+    offload: {
+      backend: 'Vulkan',
+      device: {
+        index: 1,
+        name: 'Vulkan0',
+        description: 'AMD Radeon 780M',
+        backend: 'Vulkan',
+        memory_total: 8 * 1024 ** 3,
+        memory_free: 6 * 1024 ** 3,
+        integrated: true,
+      },
+      layers: 0,
+      layers_total: 0,
+      needed_bytes: null,
+      reason: 'Vulkan AMD Radeon 780M: layers are planned once the model is on disk',
+    },
+    recommendation: { model: 'llama-3.2-3b-instruct', reason: 'the largest chat model this machine runs well (6.0 GB free on AMD Radeon 780M)' },
   };
 }
 

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { buildClarifyReply, buildPauseReply, splitQuestions } from '../../src/state/replies';
 import { validateSettings } from '../../src/state/settings';
-import { threadsLine } from '../../src/status';
-import type { AppSettings } from '../../src/types';
+import { gpuLine, recommendationLine, threadsLine } from '../../src/status';
+import type { AppSettings, EngineStatus } from '../../src/types';
 
 const ok: AppSettings = {
   chat_model: 'qwen2.5-1.5b-instruct',
   chat_models: ['qwen2.5-1.5b-instruct'],
   threads: 0,
-  gpu_layers: 0,
+  gpu_layers: null,
   depth: 2,
   breadth: 3,
   c0: 0.7,
@@ -85,19 +85,55 @@ describe('replies', () => {
 });
 
 describe('status lines', () => {
-  it('shows threads and GPU layers', () => {
-    expect(
-      threadsLine({
-        data_dir: '/d',
-        models_dir: '/m',
-        chat_model: 'c',
-        chat_model_present: true,
-        chat_model_state: 'present',
-        embed_model: 'e',
-        embed_model_present: true,
-        threads: 2,
-        gpu_layers: 0,
-      }),
-    ).toBe('Threads: 2 · GPU layers: 0');
+  const base: EngineStatus = {
+    data_dir: '/d',
+    models_dir: '/m',
+    chat_model: 'c',
+    chat_model_present: true,
+    chat_model_state: 'present',
+    embed_model: 'e',
+    embed_model_present: true,
+    threads: 2,
+    gpu_layers_setting: 'auto',
+    offload: { backend: 'CPU', device: null, layers: 0, layers_total: 29, needed_bytes: null, reason: 'no GPU' },
+    recommendation: null,
+  };
+  const gpu = {
+    index: 0,
+    name: 'CUDA0',
+    description: 'NVIDIA GeForce RTX 4060 Laptop GPU',
+    backend: 'CUDA',
+    memory_total: 8 * 1024 ** 3,
+    memory_free: 7 * 1024 ** 3,
+    integrated: false,
+  };
+
+  it('recommends a model only when the engine has one, and says whether it is configured', () => {
+    expect(recommendationLine(base)).toBe('');
+    const r = { model: 'c', reason: 'the largest chat model this machine runs well (no GPU; 24.0 GB of RAM and 2 cores)' };
+    expect(recommendationLine({ ...base, recommendation: r })).toBe(
+      'Recommended for this machine: c (the one configured) — the largest chat model this machine runs well (no GPU; 24.0 GB of RAM and 2 cores)',
+    );
+    expect(recommendationLine({ ...base, recommendation: { ...r, model: 'big' } })).toContain('choose it under Settings');
+  });
+
+  it('shows threads', () => {
+    expect(threadsLine(base)).toBe('Threads: 2');
+  });
+
+  it('says when the model runs on the CPU, and why the setting is what it is', () => {
+    expect(gpuLine(base)).toEqual({ text: 'GPU: none — the model runs on the CPU (automatic)', tone: 'warn' });
+    expect(gpuLine({ ...base, gpu_layers_setting: '0' }).text).toContain('(pinned to 0)');
+  });
+
+  it('names the device, its memory and the layers offloaded', () => {
+    const line = gpuLine({ ...base, offload: { ...base.offload, backend: 'CUDA', device: gpu, layers: 29 } });
+    expect(line).toEqual({
+      text: 'GPU: CUDA — NVIDIA GeForce RTX 4060 Laptop GPU, 7.0 GB free of 8.0 GB; 29/29 layers offloaded (automatic)',
+      tone: 'ok',
+    });
+    const none = gpuLine({ ...base, offload: { ...base.offload, backend: 'CPU', device: gpu, layers: 0 } });
+    expect(none.text).toContain('0/29 layers offloaded');
+    expect(none.tone).toBe('warn');
   });
 });
