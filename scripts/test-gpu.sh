@@ -21,7 +21,7 @@ feature="$(RUDDER_GPU=vulkan scripts/gpu-backend.sh)"
 [[ "$feature" == vulkan ]]
 
 step "build: CPU (target/) and Vulkan (target/vulkan)"
-cargo build --bin rudder
+cargo build --workspace --features rudder-app/custom-protocol --bin rudder   # the selection test.sh builds
 CARGO_TARGET_DIR=target/vulkan cargo build --bin rudder --features vulkan
 built=$(( $(date +%s) - t0 ))
 
