@@ -151,6 +151,17 @@ fn check_part(part: &Path, expected_size: u64, expected_sha: &str) -> Result<(),
     Ok(())
 }
 
+/// The client every model download uses: Rudder's user agent and a 20 s connect timeout on
+/// top of what `builder` sets.
+fn http_client(
+    builder: reqwest::blocking::ClientBuilder,
+) -> reqwest::Result<reqwest::blocking::Client> {
+    builder
+        .user_agent(concat!("rudder/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(Duration::from_secs(20))
+        .build()
+}
+
 /// Asks `url`'s server for the file's sha256 and size without following its redirect:
 /// Hugging Face answers a `resolve` URL with a redirect to its CDN that carries them in
 /// `X-Linked-Etag` and `X-Linked-Size` (a plain `ETag` and `Content-Length` are accepted when
@@ -160,13 +171,12 @@ pub(crate) fn server_digest(url: &str) -> Result<StatedDigest, ModelError> {
         what: url.to_string(),
         message,
     };
-    let client = reqwest::blocking::Client::builder()
-        .user_agent(concat!("rudder/", env!("CARGO_PKG_VERSION")))
-        .connect_timeout(Duration::from_secs(20))
-        .timeout(Duration::from_secs(60))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| fetch_err(e.to_string()))?;
+    let client = http_client(
+        reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .redirect(reqwest::redirect::Policy::none()),
+    )
+    .map_err(|e| fetch_err(e.to_string()))?;
     let response = client
         .head(url)
         .send()
@@ -349,11 +359,7 @@ pub fn fetch_http(
         what: url.to_string(),
         message,
     };
-    let client = reqwest::blocking::Client::builder()
-        .user_agent(concat!("rudder/", env!("CARGO_PKG_VERSION")))
-        .connect_timeout(Duration::from_secs(20))
-        .timeout(None)
-        .build()
+    let client = http_client(reqwest::blocking::Client::builder().timeout(None))
         .map_err(|e| fetch_err(e.to_string()))?;
     let mut last_error = String::new();
     for attempt in 1..=options.attempts.max(1) {
