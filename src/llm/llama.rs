@@ -210,6 +210,8 @@ fn worker_main(
     let threads = settings.effective_threads();
     let threads_batch = settings.effective_threads_batch();
     let n_ctx_train = model.n_ctx_train();
+    // Each sequence may use the whole configured context; the sequences share one unified
+    // cache of `parallel` times that, so a common prompt prefix is stored once.
     let n_ctx_seq = sequence_context(&settings, n_ctx_train);
     let n_ctx = n_ctx_seq.saturating_mul(parallel as u32);
     let n_batch = settings.batch_size.clamp(32, n_ctx);
