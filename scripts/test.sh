@@ -36,11 +36,17 @@ export RUDDER_TEST_MODELS_DIR="${RUDDER_TEST_MODELS_DIR:-$PWD/.models}"
 step "fetch the test models into $RUDDER_TEST_MODELS_DIR"
 RUDDER_MODELS_DIR="$RUDDER_TEST_MODELS_DIR" target/debug/rudder models fetch smollm2-135m-instruct all-minilm-l6-v2
 
-step "cargo test (the fuzz targets run RUDDER_FUZZ_SECONDS each)"
-# The tests of one binary run side by side, each CLI child with its own model: one thread each
+step "tests (the fuzz targets run RUDDER_FUZZ_SECONDS each)"
+# Tests run side by side, one per core, each CLI child with its own model: one thread each
 # (RUDDER_THREADS), since llama.cpp's threads spin at their barriers and two models of two
-# threads each on two cores slow each other down many times over.
-RUDDER_THREADS="${RUDDER_THREADS:-1}" RUDDER_FUZZ_SECONDS="${RUDDER_FUZZ_SECONDS:-30}" cargo test "${cargo_flags[@]}"
+# threads each on two cores slow each other down many times over. cargo-nextest (on the
+# machine, or installed here) schedules across test binaries (.config/nextest.toml); the
+# crates have no doctests, so nothing is lost against `cargo test`.
+export RUDDER_THREADS="${RUDDER_THREADS:-1}" RUDDER_FUZZ_SECONDS="${RUDDER_FUZZ_SECONDS:-30}"
+if ! cargo nextest --version >/dev/null 2>&1; then
+    cargo install --locked cargo-nextest
+fi
+cargo nextest run "${cargo_flags[@]}"
 
 step "desktop app end to end (real window, Xvfb, tauri-driver)"
 RUDDER_UI_BUILT=1 scripts/e2e.sh

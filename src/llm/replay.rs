@@ -186,19 +186,25 @@ impl std::ops::AddAssign for Metering {
 /// An [`Llm`] that adds up the usage and time of every call made through it.
 pub struct Metered<'a> {
     inner: &'a dyn Llm,
-    total: Mutex<Metering>,
+    // Durations add exactly, so the total does not depend on the order in which concurrent
+    // calls finish (summing f64 seconds would, in the last digits).
+    total: Mutex<(Usage, std::time::Duration)>,
 }
 
 impl<'a> Metered<'a> {
     pub fn new(inner: &'a dyn Llm) -> Self {
         Self {
             inner,
-            total: Mutex::new(Metering::default()),
+            total: Mutex::new((Usage::default(), std::time::Duration::ZERO)),
         }
     }
 
     pub fn metering(&self) -> Metering {
-        *self.total.lock().unwrap_or_else(|e| e.into_inner())
+        let (usage, time) = *self.total.lock().unwrap_or_else(|e| e.into_inner());
+        Metering {
+            usage,
+            seconds: time.as_secs_f64(),
+        }
     }
 }
 
@@ -218,10 +224,9 @@ impl Llm for Metered<'_> {
         cancel: &CancelToken,
     ) -> Result<Completion, LlmError> {
         let completion = self.inner.complete(request, on_text, cancel)?;
-        *self.total.lock().unwrap_or_else(|e| e.into_inner()) += Metering {
-            usage: completion.usage,
-            seconds: completion.timing.total.as_secs_f64(),
-        };
+        let mut total = self.total.lock().unwrap_or_else(|e| e.into_inner());
+        total.0 += completion.usage;
+        total.1 += completion.timing.total;
         Ok(completion)
     }
 }
