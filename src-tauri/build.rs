@@ -23,6 +23,13 @@ const COMMANDS: &[&str] = &[
     "session_report",
     "session_export",
     "source_open",
+    "you_view",
+    "you_say",
+    "you_unsay",
+    "you_restore",
+    "you_personalise",
+    "you_build",
+    "corpus_add",
 ];
 
 fn main() {

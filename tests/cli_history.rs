@@ -163,3 +163,97 @@ fn a_closed_pipe_ends_output_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_ne!(out.status.code(), Some(101), "{stderr}");
 }
+
+#[test]
+fn profile_show_say_unsay_and_exclude_a_source() {
+    common::store();
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let export = write_export(tmp.path());
+
+    // Before any import: the user may already say things; the rest points to Import.
+    let out = rudder(&data, &["profile", "show"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(shown.contains("no history imported"), "{shown}");
+
+    let out = rudder(&data, &["profile", "say", "Keep answers short"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("u1         content depth: Keep answers short (you said)"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = rudder(&data, &["import", export.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = rudder(
+        &data,
+        &[
+            "--json",
+            "profile",
+            "say",
+            "I'm vegetarian",
+            "--as",
+            "avoid",
+        ],
+    );
+    let view: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(view["said"][1]["criterion"], "avoid");
+    assert_eq!(view["said"][1]["id"], "u2");
+    assert_eq!(view["has_history"], true);
+    assert_eq!(view["sources"][0]["source"], "google-search");
+    assert_eq!(view["sources"][0]["personalised"], true);
+
+    // Bad input: the reason, and nothing stored.
+    for (args, reason) in [
+        (vec!["profile", "say", "  "], "empty"),
+        (
+            vec!["profile", "say", "x", "--as", "mood"],
+            "unknown criterion",
+        ),
+        (vec!["profile", "unsay", "u99"], "no statement u99"),
+        (
+            vec!["profile", "unsay", "i00000000"],
+            "no inferred statement",
+        ),
+        (
+            vec!["profile", "restore", "i00000000"],
+            "no deleted statement",
+        ),
+        (vec!["profile", "exclude-source", "myspace"], "source"),
+    ] {
+        let out = rudder(&data, &args);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(reason),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+
+    let out = rudder(
+        &data,
+        &["--json", "profile", "exclude-source", "google-search"],
+    );
+    let view: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(view["sources"][0]["personalised"], false);
+    let shown = text(&rudder(&data, &["profile", "show"]).stdout);
+    assert!(shown.contains("excluded from personalisation"), "{shown}");
+    // Still searchable.
+    let out = rudder(&data, &["--json", "history", "search", "kayak roll"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("kayak"), "{}", text(&out.stdout));
+
+    let out = rudder(&data, &["--json", "profile", "unsay", "u1"]);
+    let view: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(view["said"].as_array().unwrap().len(), 1);
+
+    // Forgetting everything forgets what the user said and the switches too.
+    let out = rudder(&data, &["history", "forget", "--all", "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = rudder(&data, &["--json", "profile", "show"]);
+    let view: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(view["said"], serde_json::json!([]));
+    assert_eq!(view["sources"], serde_json::json!([]));
+    assert_eq!(view["has_history"], false);
+}

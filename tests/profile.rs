@@ -1,6 +1,8 @@
 //! Query-aware profiles from a synthetic user's history, with the real small model: expansion,
 //! retrieval, per-session extraction, assembly, the cache and its invalidation when a cited
-//! session is forgotten; and the measurements behind the generic-phrase threshold.
+//! session is forgotten; what the user told Rudder (their statements, deleted statements,
+//! sources switched off) applied to every later profile; and the measurements behind the
+//! generic-phrase threshold.
 
 mod common;
 
@@ -8,7 +10,8 @@ use rudder::embed::{Embedder, FastEmbedder};
 use rudder::history::{ForgetSelector, History, ImportOptions, NoProgress};
 use rudder::llm::Llm;
 use rudder::profile::extract::{Checks, GENERIC_THRESHOLD};
-use rudder::profile::{ExpansionMode, ProfileOptions, Selection};
+use rudder::profile::you::statement_key;
+use rudder::profile::{ExpansionMode, ProfileOptions, Selection, Statement, You};
 use rudder_synth::{write_export, SynthConfig};
 
 fn history_of_a_synthetic_user(root: &std::path::Path, embedder: &FastEmbedder) -> History {
@@ -167,6 +170,158 @@ fn forgetting_a_cited_session_drops_the_cached_profile() {
     let rebuilt = rudder::profile::query_profile(&llm, &mut history, with, query, &cheap).unwrap();
     assert!(!rebuilt.from_cache);
     assert!(!rebuilt.profile.cited().contains(&forgotten));
+}
+
+/// Options that ask about six candidates with no other model call.
+fn cheap_options() -> ProfileOptions {
+    ProfileOptions {
+        expansion: ExpansionMode::Raw,
+        candidates: 6,
+        selection: Selection::Embedding {
+            min_similarity: -1.0,
+        },
+        use_cache: true,
+    }
+}
+
+#[test]
+fn what_the_user_told_rudder_shapes_every_later_profile() {
+    let models = common::store();
+    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut history = history_of_a_synthetic_user(tmp.path(), &embedder);
+    let llm = echo_model();
+    let with = Some((&embedder as &dyn Embedder, common::EMBED_MODEL));
+    let query = "What should I focus on in my training this month?";
+    let options = cheap_options();
+    let first = rudder::profile::query_profile(&llm, &mut history, with, query, &options).unwrap();
+    let victim: Statement = first
+        .profile
+        .statements()
+        .into_iter()
+        .find(|(c, _)| *c != "domain")
+        .map(|(_, s)| s.clone())
+        .expect("the echo model's phrases make statements");
+
+    // The user corrects one inferred statement: it goes, their words come first.
+    let said = "I train for a marathon in April";
+    let store = history.store();
+    store
+        .hide_statement(&statement_key(&victim.text), &victim.text, &victim.sessions)
+        .unwrap();
+    store
+        .add_user_statement(said, "emphasize", Some(&victim.text))
+        .unwrap();
+    let calls = llm.calls();
+    let again = rudder::profile::query_profile(&llm, &mut history, with, query, &options).unwrap();
+    assert!(
+        again.from_cache,
+        "a correction applies to the cached profile"
+    );
+    assert_eq!(llm.calls(), calls);
+    assert!(
+        again
+            .profile
+            .statements()
+            .iter()
+            .all(|(_, s)| s.text != victim.text),
+        "{:?}",
+        again.profile
+    );
+    assert_eq!(
+        again.profile.need.emphasize[0],
+        Statement {
+            text: said.into(),
+            sessions: Vec::new(),
+            said: true
+        }
+    );
+    assert!(again
+        .profile
+        .to_prompt_text()
+        .contains(&format!("- They said: {said}\n")));
+
+    // Every source the candidates came from is switched off: the profile is built again and
+    // rests on none of their sessions, which stay in the history.
+    let candidate_ids: Vec<i64> = first.candidates.iter().map(|c| c.id).collect();
+    let mut sources: Vec<_> = history
+        .get_many(&candidate_ids)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.session.source)
+        .collect();
+    sources.sort_by_key(|s| s.as_str());
+    sources.dedup();
+    let sessions_before = history.store().count().unwrap();
+    for s in &sources {
+        history.store().set_source_personalised(*s, false).unwrap();
+    }
+    let rebuilt =
+        rudder::profile::query_profile(&llm, &mut history, with, query, &options).unwrap();
+    assert!(!rebuilt.from_cache, "other switches, another profile");
+    for c in &rebuilt.candidates {
+        let s = history.get(c.id).unwrap().unwrap();
+        assert!(
+            !sources.contains(&s.session.source),
+            "{c:?} is from a switched-off source"
+        );
+    }
+    assert_eq!(rebuilt.profile.need.emphasize[0].text, said);
+    assert_eq!(history.store().count().unwrap(), sessions_before);
+
+    // Forgetting everything forgets what the user told Rudder too.
+    history.forget(&ForgetSelector::All).unwrap();
+    assert!(You::load(history.store()).unwrap().is_empty());
+}
+
+#[test]
+fn the_real_model_s_profile_puts_the_users_words_first() {
+    let models = common::store();
+    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut history = history_of_a_synthetic_user(tmp.path(), &embedder);
+    let llm = common::small_model();
+    let with = Some((&embedder as &dyn Embedder, common::EMBED_MODEL));
+    let query = "What should I focus on in my training this month?";
+    let said = "Keep answers short";
+    history
+        .store()
+        .add_user_statement(said, "content depth", None)
+        .unwrap();
+    let run =
+        rudder::profile::query_profile(&llm, &mut history, with, query, &cheap_options()).unwrap();
+    assert_eq!(run.selected.judged, 6, "the model read the candidates");
+    assert_eq!(run.profile.content_depth[0].text, said);
+    assert!(run.profile.content_depth[0].said);
+    let inferred = run
+        .profile
+        .statements()
+        .iter()
+        .filter(|(_, s)| !s.sessions.is_empty())
+        .count();
+    assert!(
+        inferred <= rudder::profile::query_profile::MAX_STATEMENTS,
+        "the user's words and standing constraints do not count against the inferred statements"
+    );
+    // Deleting whatever was inferred or carried over leaves only the user's words.
+    for (c, s) in run.profile.statements() {
+        if !s.said && c != "domain" {
+            history
+                .store()
+                .hide_statement(&statement_key(&s.text), &s.text, &s.sessions)
+                .unwrap();
+        }
+    }
+    let again =
+        rudder::profile::query_profile(&llm, &mut history, with, query, &cheap_options()).unwrap();
+    let left: Vec<&str> = again
+        .profile
+        .statements()
+        .into_iter()
+        .filter(|(c, _)| *c != "domain")
+        .map(|(_, s)| s.text.as_str())
+        .collect();
+    assert_eq!(left, [said]);
 }
 
 #[test]

@@ -136,7 +136,8 @@ fn typescript_bindings() -> BTreeMap<String, String> {
     use rudder::app::{
         AppSettings, FetchSummary, ForgetSelectorView, ForgetSummary, HistoryFilters,
         HistorySessionView, ImportProgress, LibraryStats, ModelProgress, ModelRow, ReplyView,
-        ReportView, ResearchRequest, RunState, SessionRow, SourceView, SteeringAck,
+        ReportView, ResearchRequest, RunState, SayRequest, SessionRow, SourceView, SteeringAck,
+        YouView,
     };
     use rudder::history::{ImportReport, SearchHit};
     use rudder::sources::CitationTarget;
@@ -175,6 +176,8 @@ fn typescript_bindings() -> BTreeMap<String, String> {
         ImportProgress,
         Envelope,
         RunState,
+        YouView,
+        SayRequest,
     );
     let mut files = BTreeMap::new();
     for entry in std::fs::read_dir(dir.path()).unwrap() {

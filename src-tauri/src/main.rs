@@ -14,7 +14,8 @@ use std::sync::Arc;
 use rudder::app::{
     App, AppSettings, FetchSummary, ForgetSelectorView, ForgetSummary, HistoryFilters,
     HistorySessionView, ImportProgress, LibraryStats, ModelProgress, ModelRow, Notifier, ReplyView,
-    ReportView, ResearchRequest, RunState, SessionRow, SourceView, SteeringAck,
+    ReportView, ResearchRequest, RunState, SayRequest, SessionRow, SourceView, SteeringAck,
+    YouView,
 };
 use rudder::config::Paths;
 use rudder::history::{ImportReport, SearchHit};
@@ -206,6 +207,50 @@ async fn source_open(app: AppState<'_>, target: CitationTarget) -> Result<Source
     blocking(&app, move |app| app.source_open(&target)).await
 }
 
+#[tauri::command]
+async fn corpus_add(
+    app: AppState<'_>,
+    name: Option<String>,
+) -> Result<rudder::app::library::DocsSummary, String> {
+    blocking(&app, move |app| app.corpus_add(name.as_deref())).await
+}
+
+// "What Rudder knows about you" (rudder::app::you).
+
+#[tauri::command]
+async fn you_view(app: AppState<'_>) -> Result<YouView, String> {
+    blocking(&app, |app| app.you_view()).await
+}
+
+#[tauri::command]
+async fn you_say(app: AppState<'_>, request: SayRequest) -> Result<YouView, String> {
+    blocking(&app, move |app| app.you_say(&request)).await
+}
+
+#[tauri::command]
+async fn you_unsay(app: AppState<'_>, id: String) -> Result<YouView, String> {
+    blocking(&app, move |app| app.you_unsay(&id)).await
+}
+
+#[tauri::command]
+async fn you_restore(app: AppState<'_>, id: String) -> Result<YouView, String> {
+    blocking(&app, move |app| app.you_restore(&id)).await
+}
+
+#[tauri::command]
+async fn you_personalise(
+    app: AppState<'_>,
+    source: String,
+    personalised: bool,
+) -> Result<YouView, String> {
+    blocking(&app, move |app| app.you_personalise(&source, personalised)).await
+}
+
+#[tauri::command]
+async fn you_build(app: AppState<'_>, query: Option<String>) -> Result<YouView, String> {
+    blocking(&app, move |app| app.you_build(query.as_deref())).await
+}
+
 fn init_tracing() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::fmt()
@@ -287,6 +332,13 @@ fn main() {
             session_report,
             session_export,
             source_open,
+            you_view,
+            you_say,
+            you_unsay,
+            you_restore,
+            you_personalise,
+            you_build,
+            corpus_add,
         ])
         .run(tauri::generate_context!());
     if let Err(error) = result {

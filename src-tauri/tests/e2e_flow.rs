@@ -32,6 +32,16 @@ const PAYLOAD_IMG: &str = "<img src=x onerror=\"window.__pwned = 'img'\">";
 const QUESTION: &str = "What is the best way to make green tea at home?";
 const NEW_QUESTION: &str = "How long does green tea keep once the bag is opened?";
 const STEERING: &str = "Also look into water temperature for green tea. Ignore coffee.";
+/// The custom instructions in the ChatGPT export; its first sentence is the standing
+/// constraint the user corrects.
+const INSTRUCTIONS: &str = "I work night shifts as a nurse. I drink green tea to stay awake.";
+const CORRECTED: &str = "I work night shifts as a nurse.";
+/// What the user writes on the "You" screen: a correction of an inferred statement, and a
+/// statement of their own.
+const CORRECTION: &str = "I work day shifts in an office";
+const STATEMENT: &str = "Keep answers short";
+/// The sizes people use: the default window and a large laptop screen.
+const SIZES: [(u32, u32); 2] = [(960, 680), (1440, 900)];
 
 type TestResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
 
@@ -54,7 +64,28 @@ fn write_history_export(dir: &Path) {
             "current_node": "a"
         })
     };
+    // The user's custom instructions, as ChatGPT keeps them in a conversation: standing
+    // constraints the "You" screen shows and every profile carries.
+    let mut with_instructions = conversation(
+        "c-3",
+        "Morning tea",
+        "Is sencha or genmaicha better before a night shift?",
+        "Genmaicha has less caffeine; sencha wakes you up more.",
+        1_700_200_000.0,
+    );
+    let mapping = with_instructions["mapping"].as_object_mut().unwrap();
+    mapping["root"]["children"] = json!(["ctx"]);
+    mapping["u"]["parent"] = json!("ctx");
+    mapping.insert(
+        "ctx".into(),
+        json!({ "id": "ctx", "parent": "root", "children": ["u"], "message": {
+            "id": "ctx", "author": { "role": "user" }, "create_time": 1_700_200_000.5,
+            "content": { "content_type": "user_editable_context",
+                "user_profile": format!("User profile:\n```{INSTRUCTIONS}```"),
+                "user_instructions": "How to respond:\n```Use metric units.```" } } }),
+    );
     let export = json!([
+        with_instructions,
         conversation(
             "c-1",
             &format!("Green tea tins {PAYLOAD_SCRIPT}"),
@@ -314,6 +345,57 @@ async fn flow(client: &Client, fixtures: &Path, saved: &mut Vec<String>) -> Test
     assert_nothing_ran(client, "history").await?;
     shot(client, "history", saved).await?;
 
+    // You: what Rudder infers for the question (SmolLM2 finds little in three short chats:
+    // its phrases copy the prompt's example and are refused) and the standing constraints
+    // from the custom instructions; one corrected, one statement added.
+    step("you: see what Rudder infers");
+    click(client, "#nav-you").await?;
+    let standing = wait_text(client, "#you-standing", UI_TIMEOUT, |t| {
+        t.contains(CORRECTED)
+    })
+    .await?;
+    assert!(
+        standing.contains("chatgpt custom instructions"),
+        "{standing}"
+    );
+    fill(client, "#you-build-query", QUESTION).await?;
+    click(client, "#you-build").await?;
+    let profile = wait_text(client, ".you-profile", MODEL_TIMEOUT, |t| {
+        t.contains(QUESTION)
+    })
+    .await?;
+    assert!(
+        profile.contains(CORRECTED),
+        "every profile carries the standing constraints: {profile}"
+    );
+    let corrected = CORRECTED.to_string();
+    step("you: correct one statement and add one");
+    js(
+        client,
+        "const li = [...document.querySelectorAll('#you-standing .you-statement')] \
+           .find(li => li.querySelector('.you-text').textContent === 'I work night shifts as a nurse.'); \
+         li.querySelector('.you-correct').click(); return 'ok';",
+    )
+    .await?;
+    let editor = find(client, ".you-correct-text").await?;
+    editor.clear().await?;
+    editor.send_keys(CORRECTION).await?;
+    click(client, ".you-correct-save").await?;
+    wait_text(client, "#you-said", UI_TIMEOUT, |t| t.contains(CORRECTION)).await?;
+    fill(client, "#you-say-text", STATEMENT).await?;
+    click(client, "#you-say-add").await?;
+    wait_text(client, "#you-said", UI_TIMEOUT, |t| t.contains(STATEMENT)).await?;
+    let hidden = find(client, "#you-hidden").await?.text().await?;
+    assert!(hidden.contains(corrected.trim()), "{hidden}");
+    let profile = find(client, ".you-profile").await?.text().await?;
+    assert!(
+        profile.contains(CORRECTION) && profile.contains("you said"),
+        "{profile}"
+    );
+    assert!(!profile.contains(CORRECTED), "{profile}");
+    assert_nothing_ran(client, "you").await?;
+    shot(client, "you", saved).await?;
+
     // Settings: the web toggle says what would leave the machine.
     step("settings");
     click(client, "#nav-settings").await?;
@@ -421,6 +503,61 @@ async fn flow(client: &Client, fixtures: &Path, saved: &mut Vec<String>) -> Test
     .await?;
     shot(client, "sessions", saved).await?;
     assert_nothing_ran(client, "sessions").await?;
+
+    // A research on the same question, with history: the persona it is seeded with carries
+    // the user's words, not the statement they corrected. It is stopped once seeded.
+    step("research with history: the persona carries what the user said");
+    click(client, "#nav-research").await?;
+    click(client, "#research-new").await?;
+    fill(client, "#research-question", QUESTION).await?;
+    js(
+        client,
+        "const h = document.getElementById('research-use-history'); if (!h.checked) h.click(); \
+         return 'ok';",
+    )
+    .await?;
+    click(client, "#research-start").await?;
+    let persona = wait_text(client, "#persona", MODEL_TIMEOUT, |t| t.contains(STATEMENT)).await?;
+    assert!(persona.contains(CORRECTION), "{persona}");
+    assert!(
+        !persona.contains(corrected.trim()),
+        "the corrected statement is gone: {persona}"
+    );
+    // It stops at its next step boundary; the screens below need not wait for it.
+    click(client, "#research-stop").await?;
+
+    // Every main screen at the sizes people use: no sideways scrolling of the page (a wide
+    // table scrolls inside its own box) and no header broken inside a word.
+    for (width, height) in SIZES {
+        client.set_window_size(width, height).await?;
+        for screen in [
+            "setup", "import", "history", "you", "research", "sessions", "settings",
+        ] {
+            step(&format!("{width}×{height}: {screen}"));
+            click(client, &format!("#nav-{screen}")).await?;
+            wait_present(
+                client,
+                &format!("#screen-{screen}:not([hidden])"),
+                UI_TIMEOUT,
+            )
+            .await?;
+            let overflow = js(
+                client,
+                "const d = document.documentElement; \
+                 const broken = [...document.querySelectorAll('section.screen:not([hidden]) th:not(.sr-only), section.screen:not([hidden]) h2, section.screen:not([hidden]) h3')] \
+                   .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1).map(e => e.textContent); \
+                 return JSON.stringify({ page: d.scrollWidth - d.clientWidth, broken });",
+            )
+            .await?;
+            let v: serde_json::Value = serde_json::from_str(&overflow)?;
+            assert!(
+                v["page"].as_i64().unwrap_or(0) <= 0,
+                "{screen} at {width}×{height} scrolls sideways: {overflow}"
+            );
+            assert_eq!(v["broken"], json!([]), "{screen} at {width}×{height}");
+            shot(client, &format!("{width}x{height}-{screen}"), saved).await?;
+        }
+    }
     Ok(())
 }
 
@@ -475,8 +612,13 @@ async fn import_research_steer_and_report_in_the_real_window() {
     let store =
         SessionStore::open(&data_dir.path().join("sessions").join("sessions.sqlite")).unwrap();
     let sessions = store.list().unwrap();
-    assert_eq!(sessions.len(), 1);
-    let events = store.events(sessions[0].id).unwrap();
+    assert_eq!(
+        sessions.len(),
+        2,
+        "the steered research and the one with history"
+    );
+    let first = sessions.iter().min_by_key(|s| s.id).unwrap();
+    let events = store.events(first.id).unwrap();
     let answer = events
         .iter()
         .find_map(|e| match &e.event {
@@ -509,6 +651,10 @@ async fn import_research_steer_and_report_in_the_real_window() {
         "research",
         "report",
         "sessions",
+        "you",
+        "960x680-you",
+        "960x680-sessions",
+        "1440x900-research",
     ] {
         assert!(saved.iter().any(|s| s == name), "no screenshot of {name}");
     }

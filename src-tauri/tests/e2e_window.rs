@@ -38,6 +38,26 @@ struct Observed {
     /// What `eval` does in the page: the CSP (`script-src 'self'`) must refuse it.
     eval_outcome: String,
     screenshot: Vec<u8>,
+    /// What the empty screens say to do next: (research, history, you).
+    guidance: (String, String, String),
+}
+
+/// The text of `id` once it is shown (empty if it is not within the status timeout).
+async fn shown_text(client: &Client, id: &str) -> Result<String, Box<dyn std::error::Error>> {
+    let deadline = Instant::now() + STATUS_TIMEOUT;
+    loop {
+        let e = client.find(Locator::Id(id)).await?;
+        if e.is_displayed().await? {
+            let text = e.text().await?;
+            if !text.trim().is_empty() {
+                return Ok(text);
+            }
+        }
+        if Instant::now() >= deadline {
+            return Ok(String::new());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 async fn text_of(client: &Client, id: &str) -> Result<String, fantoccini::error::CmdError> {
@@ -80,16 +100,37 @@ async fn observe(client: &Client) -> Result<Observed, Box<dyn std::error::Error>
             Vec::new(),
         )
         .await?;
+    let embed_status = text_of(client, "embed-status").await?;
+    let threads_status = text_of(client, "threads-status").await?;
+    let gpu_status = text_of(client, "gpu-status").await?;
+    let recommendation = text_of(client, "model-recommendation").await?;
+    let title = client.title().await?;
+    let screenshot = client.screenshot().await?;
+    // The empty states: each says what to do next, with a way there.
+    let mut guidance = Vec::new();
+    for (nav, id) in [
+        ("nav-research", "research-guide"),
+        ("nav-history", "history-empty"),
+        ("nav-you", "you-empty"),
+    ] {
+        client.find(Locator::Id(nav)).await?.click().await?;
+        guidance.push(shown_text(client, id).await?);
+    }
     Ok(Observed {
+        guidance: (
+            guidance[0].clone(),
+            guidance[1].clone(),
+            guidance[2].clone(),
+        ),
         model_status,
-        embed_status: text_of(client, "embed-status").await?,
-        threads_status: text_of(client, "threads-status").await?,
-        gpu_status: text_of(client, "gpu-status").await?,
-        recommendation: text_of(client, "model-recommendation").await?,
+        embed_status,
+        threads_status,
+        gpu_status,
+        recommendation,
         error_text,
-        title: client.title().await?,
+        title,
         eval_outcome: eval_outcome.as_str().unwrap_or_default().to_owned(),
-        screenshot: client.screenshot().await?,
+        screenshot,
     })
 }
 
@@ -137,6 +178,19 @@ async fn window_shows_engine_status_for_empty_data_dir() {
         "screenshot is not a PNG"
     );
     assert_eq!(observed.title, "Rudder");
+    let (research, history, you) = &observed.guidance;
+    assert!(
+        research.contains("models are not installed") && research.contains("Go to Setup"),
+        "{research:?}"
+    );
+    assert!(
+        history.contains("No history imported yet") && history.contains("Import history"),
+        "{history:?}"
+    );
+    assert!(
+        you.contains("No history imported yet") && you.contains("Import history"),
+        "{you:?}"
+    );
     assert_eq!(observed.error_text, "", "the window shows an engine error");
     assert_eq!(
         observed.eval_outcome, "EvalError",

@@ -48,6 +48,26 @@ pub struct LibraryStats {
     pub history_sources: Vec<SourceCount>,
     pub documents: u64,
     pub chunks: u64,
+    /// The offline encyclopedia the window offers (absent when the manifest has none).
+    pub corpus: Option<CorpusOffer>,
+}
+
+/// The corpus `corpus_add` installs when none is named: Wikipedia's vital articles.
+pub const DEFAULT_CORPUS: &str = "wikipedia-vital-en";
+
+/// An offline corpus the user can install into the document library.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct CorpusOffer {
+    pub name: String,
+    pub description: String,
+    pub license: String,
+    /// The download, in bytes.
+    pub size_bytes: u64,
+    /// Where it is downloaded from (the only network use, and only on request).
+    pub source: String,
+    /// Articles in the library from it; `None` when it is not installed.
+    pub indexed_documents: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -125,7 +145,7 @@ pub struct SourceView {
 }
 
 impl App {
-    fn history(&self) -> AppResult<History> {
+    pub(super) fn history(&self) -> AppResult<History> {
         let dir = self.paths.history_dir();
         Ok(History::open(&dir)?)
     }
@@ -177,6 +197,46 @@ impl App {
         Ok(summary)
     }
 
+    /// Downloads the offline corpus (`model-progress` events), then indexes and embeds it
+    /// into the document library (`import-progress` events). Interrupted, it carries on where
+    /// it stopped the next time.
+    pub fn corpus_add(&self, name: Option<&str>) -> AppResult<DocsSummary> {
+        let name = name.unwrap_or(DEFAULT_CORPUS);
+        let models = crate::models::ModelStore::open(&self.paths)?;
+        let spec = models.get(name)?;
+        if spec.role != crate::models::Role::Corpus {
+            return Err(AppError::Invalid(format!("`{name}` is not a corpus")));
+        }
+        self.models_fetch(&[name.to_string()])?;
+        let json = models.ready_path(name)?;
+        let progress = Forward::new(self.notifier.as_ref());
+        let embedder = self.embedder()?;
+        let model = self.settings()?.embed_model;
+        let mut library = Library::open(&self.paths.docs_dir())?;
+        let report = library.add_corpus_json(
+            &json,
+            name,
+            embedder
+                .as_deref()
+                .map(|e| (e as &dyn Embedder, model.as_str())),
+            &progress,
+        )?;
+        library.release_writer()?;
+        progress.send(true);
+        Ok(DocsSummary {
+            added: report.added,
+            updated: report.updated,
+            unchanged: report.unchanged,
+            removed: report.removed,
+            failed: report.failed,
+            errors: report
+                .files
+                .iter()
+                .filter_map(|f| f.reason.clone())
+                .collect(),
+        })
+    }
+
     pub fn library_stats(&self) -> AppResult<LibraryStats> {
         let mut stats = LibraryStats::default();
         if self.paths.history_dir().exists() {
@@ -189,10 +249,28 @@ impl App {
                 .map(|(source, sessions)| SourceCount { source, sessions })
                 .collect();
         }
+        let mut indexed = None;
         if self.paths.docs_dir().exists() {
-            let d = Library::open(&self.paths.docs_dir())?.stats()?;
+            let library = Library::open(&self.paths.docs_dir())?;
+            let d = library.stats()?;
             stats.documents = d.store.documents;
             stats.chunks = d.store.chunks;
+            indexed = library.corpus_root(DEFAULT_CORPUS)?.map(|r| r.documents);
+        }
+        let models = crate::models::ModelStore::open(&self.paths)?;
+        if let Ok(spec) = models.get(DEFAULT_CORPUS) {
+            stats.corpus = Some(CorpusOffer {
+                name: spec.name.clone(),
+                description: spec.description.clone(),
+                license: spec.license.clone(),
+                size_bytes: spec.total_size(),
+                source: spec.files[0]
+                    .sources
+                    .first()
+                    .map(|s| s.describe())
+                    .unwrap_or_default(),
+                indexed_documents: indexed,
+            });
         }
         Ok(stats)
     }
@@ -319,7 +397,7 @@ impl App {
                     history_session: None,
                 })
             }
-            CitationTarget::History { session, url } => {
+            CitationTarget::History { session, url, .. } => {
                 let s = self.history_show(*session)?;
                 let text = s
                     .turns

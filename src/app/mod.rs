@@ -9,11 +9,13 @@
 //!   opening a cited source.
 //! * [`research`] — research sessions run on a background thread: start, answer, steer,
 //!   stop, resume, list, report, export.
+//! * [`you`] — what Rudder knows about the user, and their corrections to it.
 
 pub mod library;
 pub mod models;
 pub mod research;
 pub mod settings;
+pub mod you;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -26,12 +28,15 @@ use crate::research::Envelope;
 use crate::session::SessionId;
 
 pub use library::{
-    ForgetSelectorView, ForgetSummary, HistoryFilters, HistorySessionView, ImportProgress,
-    LibraryStats, SourceView,
+    CorpusOffer, ForgetSelectorView, ForgetSummary, HistoryFilters, HistorySessionView,
+    ImportProgress, LibraryStats, SourceView,
 };
 pub use models::{FetchSummary, ModelProgress, ModelRow};
 pub use research::{ReplyView, ReportView, ResearchRequest, RunState, SessionRow, SteeringAck};
 pub use settings::AppSettings;
+pub use you::{
+    InterestView, QueryProfileView, SayRequest, SessionRef, SourceSwitch, StatementView, YouView,
+};
 
 /// Errors of the application API. The shell shows them to the user as they read.
 #[derive(Debug, thiserror::Error)]

@@ -391,9 +391,19 @@ pub fn report_view(session: SessionId, report: &Report) -> ReportView {
                 number: r.number,
                 title: r.title.clone(),
                 target: r.target.clone(),
-                label: r.target.locator(),
+                label: reference_label(&r.target),
             })
             .collect(),
+    }
+}
+
+/// A reference as a reader names it: where it is, and its public address when it has one
+/// (an encyclopedia article: its title and URL).
+fn reference_label(target: &CitationTarget) -> String {
+    let locator = target.locator();
+    match target.link() {
+        Some(url) if url != locator => format!("{locator} — {url}"),
+        _ => locator,
     }
 }
 
@@ -521,9 +531,20 @@ mod tests {
         assert_eq!(
             CitationTarget::locator(&CitationTarget::History {
                 session: 7,
-                url: None
+                url: None,
+                source: None,
+                day: None,
             }),
             "your history, session 7"
+        );
+        assert_eq!(
+            CitationTarget::locator(&CitationTarget::History {
+                session: 7,
+                url: None,
+                source: Some("chatgpt".into()),
+                day: Some("2024-03-02".into()),
+            }),
+            "your chatgpt history, 2024-03-02"
         );
     }
 }

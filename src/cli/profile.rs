@@ -1,10 +1,12 @@
 //! `rudder profile "QUERY"`: the query-aware profile from history, with the sessions it rests
-//! on; `rudder profile --general` for the whole-history profile.
+//! on; `rudder profile --general` for the whole-history profile; `rudder profile show | say |
+//! unsay | restore | exclude-source` for what Rudder knows about the user and their
+//! corrections (the window's "You" screen, through the same `rudder::app` calls).
 
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use clap::{Args, ValueEnum};
+use clap::{Args, Subcommand, ValueEnum};
 use rudder::embed::{Embedder, FastEmbedder};
 use rudder::history::History;
 use rudder::models::{ModelState, ModelStore};
@@ -30,7 +32,10 @@ enum SelectionArg {
 }
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct ProfileArgs {
+    #[command(subcommand)]
+    action: Option<ProfileAction>,
     /// The question to build a profile for.
     #[arg(required_unless_present = "general")]
     query: Option<String>,
@@ -54,7 +59,44 @@ pub struct ProfileArgs {
     general: bool,
 }
 
+/// What Rudder knows about the user, and their corrections to it.
+#[derive(Debug, Subcommand)]
+enum ProfileAction {
+    /// Print what Rudder knows about you: your own statements, the general profile, recent
+    /// question profiles (each statement with its id and sessions), deleted statements and
+    /// the sources that feed profiles.
+    Show,
+    /// Tell Rudder something about you ("I'm vegetarian", "keep answers short"). Your words
+    /// outrank anything inferred, in every later profile and persona.
+    Say {
+        text: String,
+        /// Correct this inferred statement (its id from `show`): it is deleted and your words
+        /// take its place.
+        #[arg(long, value_name = "ID")]
+        corrects: Option<String>,
+        /// The criterion (emphasize, avoid, content depth, tone, explanation style); chosen
+        /// from the words when absent.
+        #[arg(long = "as", value_name = "CRITERION")]
+        criterion: Option<String>,
+    },
+    /// Delete a statement: yours (u…) goes; an inferred one (i…) stays out of later profiles
+    /// until restored.
+    Unsay { id: String },
+    /// Let a deleted inferred statement back into profiles.
+    Restore { id: String },
+    /// Stop a source's sessions from feeding profiles (they stay searchable).
+    ExcludeSource {
+        source: String,
+        /// Let the source feed profiles again.
+        #[arg(long)]
+        include: bool,
+    },
+}
+
 pub fn run(ctx: &Ctx, args: ProfileArgs) -> anyhow::Result<ExitCode> {
+    if let Some(action) = args.action {
+        return you(ctx, action);
+    }
     let models = ModelStore::open(&ctx.paths)?;
     let llm = rudder::llm::open_chat(&models, &ctx.settings, ctx.model.as_deref())?;
     let dir = ctx.paths.history_dir();
@@ -207,5 +249,105 @@ fn section(name: &str, statements: &[Statement]) {
     println!("{name}:");
     for s in statements {
         println!("  - {} {}", s.text, cite(&s.sessions));
+    }
+}
+
+fn you(ctx: &Ctx, action: ProfileAction) -> anyhow::Result<ExitCode> {
+    let app = rudder::app::App::new(ctx.paths.clone(), std::sync::Arc::new(rudder::app::Silent));
+    let view = match action {
+        ProfileAction::Show => app.you_view()?,
+        ProfileAction::Say {
+            text,
+            corrects,
+            criterion,
+        } => app.you_say(&rudder::app::SayRequest {
+            text,
+            criterion,
+            corrects,
+        })?,
+        ProfileAction::Unsay { id } => app.you_unsay(&id)?,
+        ProfileAction::Restore { id } => app.you_restore(&id)?,
+        ProfileAction::ExcludeSource { source, include } => {
+            app.you_personalise(&source, include)?
+        }
+    };
+    if ctx.json {
+        println!("{}", serde_json::to_string_pretty(&view)?);
+    } else {
+        print_you(&view);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_you(view: &rudder::app::YouView) {
+    use rudder::app::StatementView;
+    let line = |s: &StatementView| {
+        let from: Vec<String> = s
+            .sessions
+            .iter()
+            .map(|r| {
+                let day = r
+                    .started_at
+                    .map(|t| t.format(" %Y-%m-%d").to_string())
+                    .unwrap_or_default();
+                format!("[{}] {}{day}", r.id, one_line(&r.title, 40))
+            })
+            .collect();
+        let said = if s.said { " (you said)" } else { "" };
+        let from = if from.is_empty() {
+            String::new()
+        } else {
+            format!("  ← {}", from.join("; "))
+        };
+        println!("  {:<10} {}: {}{said}{from}", s.id, s.criterion, s.text);
+    };
+    println!("What Rudder knows about you");
+    println!();
+    println!("You said:");
+    if view.said.is_empty() {
+        println!("  nothing yet: `rudder profile say \"…\"`");
+    }
+    view.said.iter().for_each(line);
+    println!();
+    println!("General profile:");
+    if !view.general_built {
+        println!("  not built yet: `rudder profile --general`");
+    }
+    for i in &view.interests {
+        line(&i.statement);
+        if let Some(p) = &i.presentation {
+            line(p);
+        }
+    }
+    for p in &view.recent {
+        println!();
+        println!(
+            "For \"{}\" ({}):",
+            p.query,
+            p.built_at.format("%Y-%m-%d %H:%M")
+        );
+        p.statements.iter().for_each(line);
+    }
+    if !view.hidden.is_empty() {
+        println!();
+        println!("Deleted (kept out of profiles; `rudder profile restore ID`):");
+        view.hidden.iter().for_each(line);
+    }
+    println!();
+    println!("Sources:");
+    if view.sources.is_empty() {
+        println!("  no history imported: `rudder import PATH`");
+    }
+    for s in &view.sources {
+        println!(
+            "  {:<14} {:>6} sessions  {}",
+            s.source,
+            s.sessions,
+            if s.personalised {
+                "feeds profiles"
+            } else {
+                "excluded from personalisation"
+            }
+        );
     }
 }

@@ -19,7 +19,10 @@ use serde::Serialize;
 pub use import::{Format, ImportError};
 pub use search::{SearchHit, SearchMode};
 pub use session::{HistorySource, Kind, Record, Session, Signal, SignalKind, Turn, TurnRole};
-pub use store::{ForgetSelector, Inserted, StoreError, StoreStats, StoredSession, StoredSignal};
+pub use store::{
+    CachedProfile, ForgetSelector, HiddenStatement, Inserted, StoreError, StoreStats,
+    StoredSession, StoredSignal, UserStatement,
+};
 pub use text_index::{Filter, IndexError};
 
 use crate::embed::{EmbedError, Embedder};
@@ -200,6 +203,16 @@ const TEXT_DIR: &str = "text-index";
 const SCRATCH_DIR: &str = "scratch";
 
 impl History {
+    /// The history database alone, without its indexes, when there is one: for reading and
+    /// editing what the user told Rudder about themselves.
+    pub fn open_store(dir: &Path) -> HistoryResult<Option<Store>> {
+        let path = dir.join(DB_FILE);
+        if !path.exists() {
+            return Ok(None);
+        }
+        Ok(Some(Store::open(&path)?))
+    }
+
     /// Opens the history in `dir` (normally `Paths::history_dir()`), creating it if needed. If
     /// the text index lost track of the store (a crash between the two commits, or a deleted
     /// index folder) it is rebuilt from SQLite.

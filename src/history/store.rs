@@ -114,7 +114,52 @@ AFTER DELETE ON sessions BEGIN
         (SELECT profile_key FROM profile_citations WHERE session_id = OLD.id);
 END;
 "#,
+    r#"
+-- What the user told Rudder about themselves ("What Rudder knows about you"): statements in
+-- their own words, inferred statements they deleted or corrected (kept out of every later
+-- profile until restored), and sources that do not feed profiles. `history forget --all`
+-- clears them with the rest.
+CREATE TABLE user_statements (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    text       TEXT NOT NULL,
+    criterion  TEXT NOT NULL,       -- emphasize | avoid | content depth | tone | explanation style
+    replaces   TEXT,                -- the inferred statement it corrects
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE hidden_statements (
+    key        TEXT PRIMARY KEY,    -- the statement's text, lower-cased, words only
+    text       TEXT NOT NULL,
+    sessions   TEXT NOT NULL,       -- JSON array of the session ids it rested on
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE unpersonalised_sources (
+    source     TEXT PRIMARY KEY,
+    created_at INTEGER NOT NULL
+);
+"#,
 ];
+
+/// A statement the user made about themselves, in their own words.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UserStatement {
+    pub id: i64,
+    pub text: String,
+    /// The profile criterion it belongs to (`emphasize`, `avoid`, `content depth`, `tone`,
+    /// `explanation style`).
+    pub criterion: String,
+    /// The inferred statement it corrects, if it is a correction.
+    pub replaces: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// An inferred statement the user deleted (or corrected): no later profile carries it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HiddenStatement {
+    pub key: String,
+    pub text: String,
+    pub sessions: Vec<i64>,
+    pub created_at: DateTime<Utc>,
+}
 
 /// A session as stored, with its id.
 #[derive(Debug, Clone, Serialize)]
@@ -497,7 +542,9 @@ impl Store {
         match selector {
             ForgetSelector::All => {
                 tx.execute_batch(
-                    "DELETE FROM signals; DELETE FROM profiles; DELETE FROM profile_citations;",
+                    "DELETE FROM signals; DELETE FROM profiles; DELETE FROM profile_citations;
+                     DELETE FROM user_statements; DELETE FROM hidden_statements;
+                     DELETE FROM unpersonalised_sources;",
                 )
                 .map_err(|e| sqlite(&path, e))?;
             }
@@ -638,6 +685,159 @@ impl Store {
 
     pub fn set_meta(&self, key: &str, value: &str) -> StoreResult<()> {
         db::set_meta(&self.conn, key, value).map_err(|e| self.err(e))
+    }
+}
+
+impl Store {
+    /// The user's own statements, oldest first.
+    pub fn user_statements(&self) -> StoreResult<Vec<UserStatement>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, text, criterion, replaces, created_at FROM user_statements ORDER BY id",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(UserStatement {
+                    id: r.get(0)?,
+                    text: r.get(1)?,
+                    criterion: r.get(2)?,
+                    replaces: r.get(3)?,
+                    created_at: from_micros(Some(r.get(4)?)).unwrap_or_default(),
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Stores a statement of the user's; returns its id.
+    pub fn add_user_statement(
+        &self,
+        text: &str,
+        criterion: &str,
+        replaces: Option<&str>,
+    ) -> StoreResult<i64> {
+        self.conn
+            .execute(
+                "INSERT INTO user_statements (text, criterion, replaces, created_at)
+                 VALUES (?1, ?2, ?3, ?4)",
+                params![text, criterion, replaces, Utc::now().timestamp_micros()],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Deletes one of the user's statements; false when there was none with that id.
+    pub fn remove_user_statement(&self, id: i64) -> StoreResult<bool> {
+        self.conn
+            .execute("DELETE FROM user_statements WHERE id = ?1", [id])
+            .map(|n| n > 0)
+            .map_err(|e| self.err(e))
+    }
+
+    /// The inferred statements the user deleted, oldest first.
+    pub fn hidden_statements(&self) -> StoreResult<Vec<HiddenStatement>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT key, text, sessions, created_at FROM hidden_statements ORDER BY created_at",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                let sessions: String = r.get(2)?;
+                Ok(HiddenStatement {
+                    key: r.get(0)?,
+                    text: r.get(1)?,
+                    sessions: serde_json::from_str(&sessions).unwrap_or_default(),
+                    created_at: from_micros(Some(r.get(3)?)).unwrap_or_default(),
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Keeps an inferred statement out of later profiles (under `key`, its normalised text).
+    pub fn hide_statement(&self, key: &str, text: &str, sessions: &[i64]) -> StoreResult<()> {
+        let sessions = serde_json::to_string(sessions).unwrap_or_else(|_| "[]".into());
+        self.conn
+            .execute(
+                "INSERT INTO hidden_statements (key, text, sessions, created_at)
+                 VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(key) DO UPDATE SET text = excluded.text, sessions = excluded.sessions",
+                params![key, text, sessions, Utc::now().timestamp_micros()],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Lets a deleted statement back into profiles; false when it was not hidden.
+    pub fn restore_statement(&self, key: &str) -> StoreResult<bool> {
+        self.conn
+            .execute("DELETE FROM hidden_statements WHERE key = ?1", [key])
+            .map(|n| n > 0)
+            .map_err(|e| self.err(e))
+    }
+
+    /// The sources whose sessions do not feed profiles.
+    pub fn unpersonalised_sources(&self) -> StoreResult<Vec<HistorySource>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT source FROM unpersonalised_sources ORDER BY source")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let name = row.map_err(|e| self.err(e))?;
+            out.push(self.parse_field(&name)?);
+        }
+        Ok(out)
+    }
+
+    /// Switches personalisation from `source` off (`excluded`) or back on. Its sessions stay
+    /// searchable either way.
+    pub fn set_source_personalised(
+        &self,
+        source: HistorySource,
+        personalised: bool,
+    ) -> StoreResult<()> {
+        let sql = if personalised {
+            "DELETE FROM unpersonalised_sources WHERE source = ?1"
+        } else {
+            "INSERT OR IGNORE INTO unpersonalised_sources (source, created_at) VALUES (?1, ?2)"
+        };
+        let mut args: Vec<rusqlite::types::Value> = vec![source.as_str().to_string().into()];
+        if !personalised {
+            args.push(Utc::now().timestamp_micros().into());
+        }
+        self.conn
+            .execute(sql, rusqlite::params_from_iter(args))
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// The newest cached profiles of a kind (`query` or `general`), newest first.
+    pub fn recent_profiles(&self, kind: &str, limit: usize) -> StoreResult<Vec<CachedProfile>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT body, watermark, created_at FROM profiles WHERE kind = ?1
+                 ORDER BY created_at DESC LIMIT ?2",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![kind, limit as i64], |r| {
+                Ok(CachedProfile {
+                    body: r.get(0)?,
+                    watermark: r.get(1)?,
+                    created_at: from_micros(Some(r.get(2)?)).unwrap_or_default(),
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 }
 

@@ -104,6 +104,7 @@ pub fn build(
     llm: &dyn Llm,
     history: &History,
     previous: Option<&GeneralProfile>,
+    you: &super::You,
 ) -> Result<Option<(GeneralProfile, Usage)>, ProfileError> {
     let store = history.store();
     let after = previous.map(|p| p.watermark).unwrap_or(0);
@@ -116,11 +117,14 @@ pub fn build(
     let ids = store
         .spread_ids(after, SESSIONS_PER_PASS)
         .map_err(crate::history::HistoryError::from)?;
-    let shown = history.get_many(&ids)?;
+    let mut shown = history.get_many(&ids)?;
+    // Sessions from sources the user switched off stay searchable but are not read here.
+    shown.retain(|s| you.personalises_from(s.session.source));
     let notes: Vec<String> = if previous.is_none() {
         history
             .signals()?
             .into_iter()
+            .filter(|s| you.personalises_from(s.signal.source))
             .map(|s| {
                 let t: String = s.signal.text.chars().take(400).collect();
                 t.split_whitespace().collect::<Vec<_>>().join(" ")

@@ -14,6 +14,7 @@ pub mod general;
 pub mod query_profile;
 pub mod retrieve;
 pub mod select;
+pub mod you;
 
 use std::time::Instant;
 
@@ -23,9 +24,11 @@ use sha2::{Digest, Sha256};
 pub use expand::{expand, Expanded, Expansion};
 pub use extract::{extract, Extracted, Phrase, PhraseKind};
 pub use general::GeneralProfile;
+pub use query_profile::{criterion_of, CRITERIA};
 pub use query_profile::{Domain, DomainFit, Need, QueryProfile, Statement};
 pub use retrieve::{retrieve, Candidate, ExpansionMode};
 pub use select::{prefilter, Kept, Selected, Selection};
+pub use you::You;
 
 use crate::embed::Embedder;
 use crate::history::{Filter, History, HistoryError};
@@ -89,7 +92,7 @@ pub struct ProfileRun {
 /// Names how profiles are built, for the cache key.
 const PROFILE_METHOD: &str = "extract-v1";
 
-fn cache_key(model: &str, query: &str, options: &ProfileOptions) -> String {
+fn cache_key(model: &str, query: &str, options: &ProfileOptions, unpersonalised: &str) -> String {
     let normalized = query
         .split_whitespace()
         .collect::<Vec<_>>()
@@ -107,6 +110,11 @@ fn cache_key(model: &str, query: &str, options: &ProfileOptions) -> String {
     );
     h.update([0]);
     h.update(normalized);
+    // Sources switched off for personalisation change what a profile may read.
+    if !unpersonalised.is_empty() {
+        h.update([0]);
+        h.update(unpersonalised);
+    }
     format!("query:{}", hex::encode(&h.finalize()[..16]))
 }
 
@@ -117,7 +125,8 @@ pub fn cached_query_profile(
     query: &str,
     options: &ProfileOptions,
 ) -> Result<Option<ProfileRun>, ProfileError> {
-    let key = cache_key(model, query, options);
+    let you = You::load(history.store())?;
+    let key = cache_key(model, query, options, &you.unpersonalised_key());
     Ok(history
         .store()
         .profile(&key)
@@ -129,7 +138,9 @@ pub fn cached_query_profile(
         }))
 }
 
-/// Builds (or fetches from the cache) the query-aware profile for `query`.
+/// Builds (or fetches from the cache) the query-aware profile for `query`, with what the user
+/// told Rudder applied (see [`you`]): their statements first, deleted ones gone, switched-off
+/// sources unread. The cache holds the profile as inferred, so a correction applies at once.
 pub fn query_profile(
     llm: &dyn Llm,
     history: &mut History,
@@ -137,7 +148,23 @@ pub fn query_profile(
     query: &str,
     options: &ProfileOptions,
 ) -> Result<ProfileRun, ProfileError> {
-    let key = cache_key(llm.model_name(), query, options);
+    let you = You::load(history.store())?;
+    let vectors = embedder.map(|(e, _)| e);
+    let mut run = inferred_query_profile(llm, history, embedder, query, options, &you)?;
+    you.apply(&mut run.profile, vectors)?;
+    Ok(run)
+}
+
+/// The query-aware profile as inferred from history (cached).
+fn inferred_query_profile(
+    llm: &dyn Llm,
+    history: &mut History,
+    embedder: Option<(&dyn Embedder, &str)>,
+    query: &str,
+    options: &ProfileOptions,
+    you: &You,
+) -> Result<ProfileRun, ProfileError> {
+    let key = cache_key(llm.model_name(), query, options, &you.unpersonalised_key());
     if options.use_cache {
         if let Some(run) = cached_query_profile(history, llm.model_name(), query, options)? {
             return Ok(run);
@@ -151,14 +178,29 @@ pub fn query_profile(
         usage += expanded.usage;
         expansions.push(expanded);
     }
-    let candidates = retrieve(
-        history,
-        embedder,
-        &expansions,
-        options.expansion,
-        &Filter::default(),
-        options.candidates,
-    )?;
+    let filter = Filter {
+        sources: if you.unpersonalised.is_empty() {
+            Vec::new()
+        } else {
+            crate::history::HistorySource::ALL
+                .into_iter()
+                .filter(|s| you.personalises_from(*s))
+                .collect()
+        },
+        ..Filter::default()
+    };
+    let candidates = if filter.sources.is_empty() && !you.unpersonalised.is_empty() {
+        Vec::new()
+    } else {
+        retrieve(
+            history,
+            embedder,
+            &expansions,
+            options.expansion,
+            &filter,
+            options.candidates,
+        )?
+    };
     let ids: Vec<i64> = candidates.iter().map(|c| c.id).collect();
     let loaded = history.get_many(&ids)?;
     let selection_started = Instant::now();
@@ -232,14 +274,19 @@ pub fn general_profile(
         .profile(&key)
         .map_err(HistoryError::from)?
         .and_then(|c| serde_json::from_str(&c.body).ok());
+    let you = You::load(history.store())?;
+    let shown = |mut p: GeneralProfile| {
+        you.apply_general(&mut p);
+        p
+    };
     if !refresh {
         if let Some(p) = previous.clone() {
-            return Ok((p, Usage::default()));
+            return Ok((shown(p), Usage::default()));
         }
     }
-    let Some((mut profile, usage)) = general::build(llm, history, previous.as_ref())? else {
+    let Some((mut profile, usage)) = general::build(llm, history, previous.as_ref(), &you)? else {
         return match previous {
-            Some(p) => Ok((p, Usage::default())),
+            Some(p) => Ok((shown(p), Usage::default())),
             None => Err(ProfileError::Invalid(
                 "there is no history to build a profile from; import some first".into(),
             )),
@@ -274,5 +321,5 @@ pub fn general_profile(
             &profile.cited(),
         )
         .map_err(HistoryError::from)?;
-    Ok((profile, usage))
+    Ok((shown(profile), usage))
 }

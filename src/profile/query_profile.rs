@@ -27,6 +27,9 @@ pub enum DomainFit {
 pub struct Statement {
     pub text: String,
     pub sessions: Vec<i64>,
+    /// The user's own words (from "What Rudder knows about you"), not inferred from history.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub said: bool,
 }
 
 /// What to put in and what to leave out.
@@ -70,6 +73,18 @@ impl QueryProfile {
         out
     }
 
+    /// The statements of one criterion (a name from [`CRITERIA`]; anything else is
+    /// explanation style).
+    pub fn criterion_mut(&mut self, criterion: &str) -> &mut Vec<Statement> {
+        match criterion {
+            "emphasize" => &mut self.need.emphasize,
+            "avoid" => &mut self.need.avoid,
+            "content depth" => &mut self.content_depth,
+            "tone" => &mut self.tone,
+            _ => &mut self.explanation_style,
+        }
+    }
+
     /// All cited session ids, sorted and unique.
     pub fn cited(&self) -> Vec<i64> {
         let mut ids: Vec<i64> = self
@@ -99,6 +114,9 @@ impl QueryProfile {
                 out.push_str(":\n");
                 for s in items {
                     out.push_str("- ");
+                    if s.said {
+                        out.push_str(SAID_PREFIX);
+                    }
                     out.push_str(&s.text);
                     out.push('\n');
                 }
@@ -113,6 +131,10 @@ impl QueryProfile {
     }
 }
 
+/// How [`QueryProfile::to_prompt_text`] marks a statement in the user's own words, so the
+/// prompts, the persona and the report's needs can tell it from an inferred one.
+pub const SAID_PREFIX: &str = "They said: ";
+
 /// At most this many statements: the ones a small model's research prompts can use.
 pub const MAX_STATEMENTS: usize = 6;
 
@@ -123,6 +145,32 @@ pub const DOMAIN_NOT_INFERRED: &str = "Not inferred; the statements are the user
 /// Where a presentation phrase goes: format cues to explanation style, register to tone,
 /// length and depth to content depth; anything else to explanation style.
 fn presentation_criterion(text: &str) -> &'static str {
+    presentation_cue(text).unwrap_or("explanation style")
+}
+
+/// The criterion a statement in the user's own words belongs to: a presentation cue decides
+/// it, else a refusal is something to avoid, else something to emphasise.
+pub fn criterion_of(text: &str) -> &'static str {
+    if let Some(c) = presentation_cue(text) {
+        c
+    } else if is_avoidance(text) {
+        "avoid"
+    } else {
+        "emphasize"
+    }
+}
+
+/// The criteria a statement can belong to, as [`QueryProfile::statements`] names them.
+pub const CRITERIA: [&str; 5] = [
+    "emphasize",
+    "avoid",
+    "content depth",
+    "tone",
+    "explanation style",
+];
+
+/// The presentation criterion `text` has a cue for, if any.
+fn presentation_cue(text: &str) -> Option<&'static str> {
     let lower = text.to_lowercase();
     let has = |cues: &[&str]| {
         lower
@@ -142,12 +190,12 @@ fn presentation_criterion(text: &str) -> &'static str {
         "template",
         "print",
     ]) {
-        "explanation style"
+        Some("explanation style")
     } else if has(&[
         "tone", "casual", "formal", "friendly", "honest", "blunt", "direct", "polite", "humo",
         "opinion", "jargon", "plain",
     ]) {
-        "tone"
+        Some("tone")
     } else if has(&[
         "short",
         "brief",
@@ -164,9 +212,9 @@ fn presentation_criterion(text: &str) -> &'static str {
         "length",
         "quick",
     ]) {
-        "content depth"
+        Some("content depth")
     } else {
-        "explanation style"
+        None
     }
 }
 
@@ -245,6 +293,7 @@ pub fn assemble(
             reason: Statement {
                 text: DOMAIN_NOT_INFERRED.to_string(),
                 sessions: Vec::new(),
+                said: false,
             },
         },
         need: Need::default(),
@@ -256,6 +305,7 @@ pub fn assemble(
         let statement = Statement {
             text: g.phrase.text.clone(),
             sessions: g.sessions,
+            said: false,
         };
         let list = match g.phrase.kind {
             PhraseKind::Presentation => match presentation_criterion(&statement.text) {

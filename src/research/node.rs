@@ -752,6 +752,8 @@ mod tests {
         let chat = CitationTarget::History {
             session: 7,
             url: None,
+            source: None,
+            day: None,
         };
         let llm = Queue::new(vec![json!({"learnings": [
             {"insight": "The water for green tea should be at 70 to 80 degrees.", "sources": [1]},

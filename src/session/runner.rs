@@ -359,6 +359,18 @@ pub fn profile_brief(
     Ok(Some(run))
 }
 
+/// The user's own statements as a profile, when they made any.
+fn said_profile(
+    paths: &Paths,
+    query: &str,
+) -> Result<Option<crate::profile::QueryProfile>, RunError> {
+    let Some(store) = History::open_store(&paths.history_dir())? else {
+        return Ok(None);
+    };
+    let you = crate::profile::You::load(&store)?;
+    Ok(you.said_profile(query))
+}
+
 /// One stored session driven to its report by this process.
 pub struct SessionRun<'a> {
     pub paths: &'a Paths,
@@ -397,6 +409,12 @@ impl SessionRun<'_> {
             }
             history.release_writer()?;
             sources.push(Box::new(HistorySourceAdapter::new(history)));
+        } else if committed.is_empty() && config.brief.profile.is_empty() {
+            // A run that reads no history still carries what the user told Rudder.
+            if let Some(profile) = said_profile(self.paths, &config.brief.query)? {
+                config.brief.profile = profile.to_prompt_text();
+                store.set_config(id, &serde_json::to_value(&config).unwrap_or_default())?;
+            }
         }
         if sources.is_empty() {
             return Err(ResearchError::NoSources.into());

@@ -104,6 +104,11 @@ impl Source for HistorySourceAdapter {
                 target: CitationTarget::History {
                     session: hit.id,
                     url: stored.session.url.clone(),
+                    source: Some(stored.session.source.as_str().to_string()),
+                    day: stored
+                        .session
+                        .started_at
+                        .map(|t| t.format("%Y-%m-%d").to_string()),
                 },
                 title: stored.session.title.clone(),
                 text,

@@ -55,6 +55,15 @@ pub enum CitationTarget {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[cfg_attr(feature = "ts", ts(optional))]
         url: Option<String>,
+        /// Where it was imported from (`chatgpt`, `chrome`, …) and the day it started
+        /// (`YYYY-MM-DD`), so a reference names it for a reader. Absent in sessions stored
+        /// before they existed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
+        source: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
+        day: Option<String>,
     },
     /// A web page found through the configured search engine.
     Web { url: String },
@@ -94,7 +103,7 @@ impl CitationTarget {
     }
 
     /// Where a reader goes to check it, in words, safe to share: `notes/a.pdf, page 3,
-    /// passage 8`, `Printing press, passage 1`, `your history, session 42`, or the URL.
+    /// passage 8`, `Printing press, passage 1`, `your chatgpt history, 2024-03-02`, or the URL.
     pub fn locator(&self) -> String {
         match self {
             Self::Document { chunk, page, .. } => {
@@ -105,7 +114,21 @@ impl CitationTarget {
                 out.push_str(&format!(", passage {}", chunk + 1));
                 out
             }
-            Self::History { session, .. } => format!("your history, session {session}"),
+            Self::History {
+                session,
+                source,
+                day,
+                ..
+            } => {
+                let whose = match source {
+                    Some(s) => format!("your {s} history"),
+                    None => "your history".to_string(),
+                };
+                match day {
+                    Some(day) => format!("{whose}, {day}"),
+                    None => format!("{whose}, session {session}"),
+                }
+            }
             Self::Web { url } => url.clone(),
         }
     }

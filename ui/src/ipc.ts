@@ -25,9 +25,11 @@ import type {
   ResearchEventPayload,
   ResearchRequest,
   ResearchStateEvent,
+  SayRequest,
   SessionRow,
   SourceView,
   SteeringAck,
+  YouView,
 } from './types';
 
 export const engineStatus = (): Promise<EngineStatus> => invoke('engine_status');
@@ -41,6 +43,7 @@ export const importPaths = (paths: string[]): Promise<ImportReport> =>
   invoke('import_paths', { paths });
 export const docsAdd = (paths: string[]): Promise<DocsReport> => invoke('docs_add', { paths });
 export const libraryStats = (): Promise<LibraryStats> => invoke('library_stats');
+export const corpusAdd = (name: string | null): Promise<DocsReport> => invoke('corpus_add', { name });
 export const historySearch = (query: string, filters: HistoryFilters): Promise<HistoryHit[]> =>
   invoke('history_search', { query, filters });
 export const historyShow = (id: number): Promise<HistorySession> => invoke('history_show', { id });
@@ -65,6 +68,14 @@ export const sessionExport = (session: number, dir: string): Promise<string[]> =
   invoke('session_export', { session, dir });
 export const sourceOpen = (target: CitationTarget): Promise<SourceView> =>
   invoke('source_open', { target });
+
+export const youView = (): Promise<YouView> => invoke('you_view');
+export const youSay = (request: SayRequest): Promise<YouView> => invoke('you_say', { request });
+export const youUnsay = (id: string): Promise<YouView> => invoke('you_unsay', { id });
+export const youRestore = (id: string): Promise<YouView> => invoke('you_restore', { id });
+export const youPersonalise = (source: string, personalised: boolean): Promise<YouView> =>
+  invoke('you_personalise', { source, personalised });
+export const youBuild = (query: string | null): Promise<YouView> => invoke('you_build', { query });
 
 export const onModelProgress = (f: (p: ModelProgress) => void): Promise<UnlistenFn> =>
   listen<ModelProgress>('model-progress', (e) => f(e.payload));

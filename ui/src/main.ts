@@ -11,6 +11,7 @@ import { createResearchScreen, listenForResearch } from './screens/research';
 import { createSessionsScreen } from './screens/sessions';
 import { createSettingsScreen } from './screens/settings';
 import { createSetupScreen, modelsReady, refresh } from './screens/setup';
+import { createYouScreen } from './screens/you';
 
 function mount(root: HTMLElement): void {
   root.append(
@@ -31,6 +32,7 @@ function mount(root: HTMLElement): void {
       createSetupScreen(),
       createImportScreen(),
       createHistoryScreen(),
+      createYouScreen(),
       createResearchScreen(),
       createReportScreen(),
       createSessionsScreen(),

@@ -1,11 +1,12 @@
 // Which screen is showing. Each screen registers a hook that refreshes it when shown.
 
-export type ScreenId = 'setup' | 'import' | 'history' | 'research' | 'sessions' | 'settings' | 'report';
+export type ScreenId = 'setup' | 'import' | 'history' | 'you' | 'research' | 'sessions' | 'settings' | 'report';
 
 export const NAV: { id: Exclude<ScreenId, 'report'>; label: string }[] = [
   { id: 'setup', label: 'Setup' },
   { id: 'import', label: 'Import' },
   { id: 'history', label: 'History' },
+  { id: 'you', label: 'You' },
   { id: 'research', label: 'Research' },
   { id: 'sessions', label: 'Sessions' },
   { id: 'settings', label: 'Settings' },

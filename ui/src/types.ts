@@ -72,6 +72,13 @@ export type {
   TaskStatus,
   Usage,
   Utility,
+  InterestView,
+  QueryProfileView,
+  SayRequest,
+  SessionRef,
+  SourceSwitch,
+  StatementView,
+  YouView,
 } from './generated';
 
 // ---- Names the window uses for generated types ----

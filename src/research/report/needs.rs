@@ -25,6 +25,9 @@ pub fn needs_from(profile: &str, checklist: &[String]) -> Vec<String> {
         let line = line.trim();
         if let Some(item) = line.strip_prefix("- ") {
             if taking {
+                let item = item
+                    .strip_prefix(crate::profile::query_profile::SAID_PREFIX)
+                    .unwrap_or(item);
                 statements.push(item.trim().to_string());
             }
         } else if !line.is_empty() {

@@ -13,4 +13,10 @@ url?: string,
  * article's title (see [`docs::ChunkRow::shared_name`]). Absent in sessions stored
  * before it existed; [`CitationTarget::display_name`] then falls back to the file name.
  */
-name?: string, } | { "kind": "history", session: number, url?: string, } | { "kind": "web", url: string, };
+name?: string, } | { "kind": "history", session: number, url?: string, 
+/**
+ * Where it was imported from (`chatgpt`, `chrome`, …) and the day it started
+ * (`YYYY-MM-DD`), so a reference names it for a reader. Absent in sessions stored
+ * before they existed.
+ */
+source?: string, day?: string, } | { "kind": "web", url: string, };

@@ -44,7 +44,13 @@ export function createHistoryScreen(): HTMLElement {
     h('p', { id: 'history-error', class: 'error', hidden: true }),
     h(
       'div',
-      { class: 'split' },
+      { id: 'history-empty', class: 'card empty-state', hidden: true },
+      h('p', null, 'No history imported yet. Import a browser history, a chat export or a Google Takeout file, and it becomes searchable here.'),
+      button('Import history', () => show('import'), { id: 'history-go-import' }),
+    ),
+    h(
+      'div',
+      { class: 'split', id: 'history-split' },
       h('div', { class: 'card' }, h('h3', null, 'Results'), h('p', { id: 'history-count', class: 'detail' }), h('ul', { id: 'history-results', class: 'hits' })),
       h('div', { class: 'card', id: 'history-session', 'aria-live': 'polite' }, h('p', { class: 'detail' }, 'Pick a result to read the session.')),
     ),
@@ -65,6 +71,11 @@ async function refreshSources(): Promise<void> {
     );
     select.value = stats.history_sources.some((s) => s.source === keep) ? keep : '';
     byId('history-stats').textContent = `${plural(stats.history_sessions, 'session')} imported from ${plural(stats.history_sources.length, 'source')}.`;
+    // Nothing to search: say where to go instead of showing empty boxes.
+    const empty = stats.history_sessions === 0;
+    byId('history-empty').hidden = !empty;
+    byId('history-split').hidden = empty;
+    byId<HTMLButtonElement>('history-search').disabled = empty;
   } catch (err) {
     showError(byId('history-error'), errorText(err));
   }

@@ -4,12 +4,12 @@
 import { open } from '@tauri-apps/plugin-dialog';
 import { getCurrentWebview } from '@tauri-apps/api/webview';
 import { busy, button, byId, h, replace, showError } from '../dom';
-import { plural } from '../format';
-import { docsAdd, errorText, importPaths, libraryStats, onImportProgress } from '../ipc';
+import { formatBytes, plural } from '../format';
+import { corpusAdd, docsAdd, errorText, importPaths, libraryStats, onImportProgress, onModelProgress } from '../ipc';
 import { currentScreen, onShow } from '../nav';
-import type { DocsReport, FileReport, ImportProgress, ImportReport } from '../types';
+import type { DocsReport, FileReport, ImportProgress, ImportReport, LibraryStats } from '../types';
 
-type Target = 'history' | 'docs';
+type Target = 'history' | 'docs' | 'corpus';
 
 /** The dialog plugin's open(), as a list of paths; throws with a readable message. */
 export async function choosePaths(directory: boolean, multiple: boolean): Promise<string[]> {
@@ -99,7 +99,15 @@ export function createImportScreen(): HTMLElement {
     ),
     h(
       'div',
-      { class: 'card', id: 'import-status' },
+      { class: 'card', id: 'corpus-card', hidden: true },
+      h('h3', null, 'Offline encyclopedia'),
+      h('p', { id: 'corpus-offer', class: 'detail' }),
+      h('div', { class: 'actions' }, button('Install it', (ev) => void run('corpus', [], ev.currentTarget as HTMLButtonElement), { id: 'corpus-add' })),
+    ),
+    // Shown once something runs: an empty panel says nothing.
+    h(
+      'div',
+      { class: 'card', id: 'import-status', hidden: true, 'aria-live': 'polite' },
       h('progress', { id: 'import-progress', max: 1, hidden: true }),
       h('p', { id: 'import-progress-text', class: 'detail', role: 'status', 'aria-live': 'polite' }),
       h('p', { id: 'import-error', class: 'error', hidden: true }),
@@ -114,12 +122,27 @@ export function createImportScreen(): HTMLElement {
 async function refreshStats(): Promise<void> {
   try {
     const s = await libraryStats();
+    renderCorpusOffer(s);
     byId('library-stats').textContent =
       `Library: ${plural(s.history_sessions, 'history session')} from ${plural(s.history_sources.length, 'source')} · ` +
       `${plural(s.documents, 'document')} (${plural(s.chunks, 'passage')})`;
   } catch {
     byId('library-stats').textContent = '';
   }
+}
+
+/** The offline corpus, offered while it is not installed (and first of all when there are no documents). */
+export function renderCorpusOffer(s: LibraryStats): void {
+  const card = byId('corpus-card');
+  const c = s.corpus;
+  if (!c || c.indexed_documents !== null) {
+    card.hidden = true;
+    return;
+  }
+  card.hidden = false;
+  byId('corpus-offer').textContent =
+    `${s.documents === 0 ? 'No documents yet? ' : ''}${c.description} — a ${formatBytes(c.size_bytes)} download from ${c.source} ` +
+    `(${c.license}), then indexed and embedded on this machine. This is the only step here that uses the network, and only when you click.`;
 }
 
 async function setupDragDrop(section: HTMLElement, kind: HTMLSelectElement): Promise<void> {
@@ -187,12 +210,14 @@ export async function run(target: Target, paths: string[], btn: HTMLButtonElemen
   running = true;
   const error = byId('import-error');
   showError(error, '');
+  byId('import-status').hidden = false;
   const bar = byId<HTMLProgressElement>('import-progress');
   bar.hidden = false;
   bar.removeAttribute('value');
-  byId('import-progress-text').textContent = `Working on ${plural(paths.length, 'path')}…`;
+  byId('import-progress-text').textContent =
+    target === 'corpus' ? 'Downloading the corpus…' : `Working on ${plural(paths.length, 'path')}…`;
   replace(byId('import-report'));
-  const controls = ['import-run', 'docs-run', 'import-choose', 'import-choose-folder']
+  const controls = ['import-run', 'docs-run', 'import-choose', 'import-choose-folder', 'corpus-add']
     .map((id) => byId<HTMLButtonElement>(id))
     .filter((b) => b !== btn);
   controls.forEach((b) => (b.disabled = true));
@@ -208,10 +233,27 @@ export async function run(target: Target, paths: string[], btn: HTMLButtonElemen
       const report = await busy(btn, () => importPaths(paths));
       replace(byId('import-report'), renderImportReport(report));
       byId('import-progress-text').textContent = `Imported in ${report.seconds.toFixed(1)} s.`;
-    } else {
+    } else if (target === 'docs') {
       const report = await busy(btn, () => docsAdd(paths));
       replace(byId('import-report'), renderDocsReport(report));
       byId('import-progress-text').textContent = 'Documents added.';
+    } else {
+      // The download reports as model progress, the indexing as import progress.
+      let stopDownload: (() => void) | null = null;
+      try {
+        stopDownload = await onModelProgress((p) =>
+          showProgress({ phase: 'downloading', done: p.done, total: p.total, file: p.file }),
+        );
+      } catch {
+        // Outside the desktop app: an indeterminate bar.
+      }
+      try {
+        const report = await busy(btn, () => corpusAdd(null));
+        replace(byId('import-report'), renderDocsReport(report));
+        byId('import-progress-text').textContent = 'The encyclopedia is installed.';
+      } finally {
+        stopDownload?.();
+      }
     }
     bar.max = 1;
     bar.value = 1;

@@ -4,7 +4,9 @@
 import { busy, button, byId, clear, h, replace, showError } from '../dom';
 import { plural } from '../format';
 import {
+  engineStatus,
   errorText,
+  libraryStats,
   onResearchEvent,
   onResearchState,
   researchReply,
@@ -139,6 +141,7 @@ export function createResearchScreen(): HTMLElement {
     'section',
     { id: 'screen-research', class: 'screen', 'aria-labelledby': 'research-heading', hidden: true },
     h('h2', { id: 'research-heading' }, 'Research'),
+    h('div', { id: 'research-guide', class: 'card empty-state', hidden: true }),
     form,
     h(
       'div',
@@ -197,8 +200,53 @@ export function createResearchScreen(): HTMLElement {
       ),
     ),
   );
-  onShow('research', () => void prefill());
+  onShow('research', () => {
+    void prefill();
+    void guide();
+  });
+  // Enter starts the research (Shift+Enter: a new line); Ctrl/Cmd+Enter sends steering.
+  const question = form.querySelector<HTMLTextAreaElement>('#research-question');
+  question?.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+      ev.preventDefault();
+      form.requestSubmit(start);
+    }
+  });
   return section;
+}
+
+/** Says what is missing before a research can run, with a way there. */
+export async function guide(): Promise<void> {
+  const box = byId('research-guide');
+  try {
+    const [status, stats] = await Promise.all([engineStatus(), libraryStats()]);
+    if (!status.chat_model_present || !status.embed_model_present) {
+      replace(
+        box,
+        h('p', null, 'The models are not installed yet: research needs the chat model and the embedding model on this machine.'),
+        button('Go to Setup', () => show('setup'), { id: 'research-go-setup' }),
+      );
+      box.hidden = false;
+    } else if (stats.history_sessions === 0 && stats.documents === 0) {
+      const offer = stats.corpus && stats.corpus.indexed_documents === null;
+      replace(
+        box,
+        h('p', null, 'Nothing to research from yet: import your history or add documents', offer ? ', or install the offline encyclopedia.' : '.'),
+        h(
+          'div',
+          { class: 'actions' },
+          button('Import history or documents', () => show('import'), { id: 'research-go-import' }),
+          offer ? button('Install the offline encyclopedia', () => show('import'), { id: 'research-go-corpus' }) : null,
+        ),
+      );
+      box.hidden = false;
+    } else {
+      box.hidden = true;
+    }
+  } catch {
+    // Without an engine (a plain browser) there is nothing to guide by.
+    box.hidden = true;
+  }
 }
 
 let prefilled = false;

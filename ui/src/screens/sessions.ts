@@ -33,7 +33,19 @@ export function createSessionsScreen(): HTMLElement {
           h(
             'tr',
             null,
-            ['Question', 'Status', 'Created', 'Updated', 'Events', 'Steering queued', ''].map((t) => h('th', { scope: 'col' }, t)),
+            ['Question', 'Status', 'Created', 'Updated', 'Events', 'Queued'].map((t) =>
+              h(
+                'th',
+                {
+                  scope: 'col',
+                  class: t === 'Question' ? 'col-wide' : t === 'Created' ? 'col-created' : null,
+                  title: t === 'Queued' ? 'Steering messages waiting for the run' : null,
+                },
+                t,
+              ),
+            ),
+            // Named for screen readers; the buttons say what they do.
+            h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Actions')),
           ),
         ),
         h('tbody', null),
@@ -73,22 +85,35 @@ function render(rows: SessionRow[]): void {
           h('span', { class: row.title ? 'detail block' : 'block' }, row.query),
         ),
         h('td', null, h('span', { class: `pill session-status status-${row.status}` }, statusLabel(row))),
-        h('td', null, formatDate(row.created_at)),
-        h('td', null, formatDate(row.updated_at)),
+        h('td', { class: 'nowrap col-created' }, formatDate(row.created_at)),
+        h('td', { class: 'nowrap' }, formatDate(row.updated_at)),
         h('td', { class: 'num' }, row.events),
         h('td', { class: 'num' }, row.pending_steering),
+        // The buttons sit in a flex box inside the cell: a cell that is itself a flex box
+        // leaves the table's layout, and its border no longer lines up with the row's.
         h(
           'td',
-          { class: 'row-actions' },
-          button('Open', (ev) => void busy(ev.currentTarget as HTMLButtonElement, () => openSession(row)), {
-            class: 'session-open',
-          }),
-          !row.live && (row.status === 'interrupted' || row.status === 'failed')
-            ? button('Resume', (ev) => void busy(ev.currentTarget as HTMLButtonElement, () => resumeSession(row)), {
-                class: 'session-resume',
-              })
-            : null,
-          row.status === 'finished' ? button('Report', () => void openReport(row.id, 'sessions'), { class: 'session-report' }) : null,
+          { class: 'actions-cell' },
+          h(
+            'div',
+            { class: 'row-actions' },
+            button('Open', (ev) => void busy(ev.currentTarget as HTMLButtonElement, () => openSession(row)), {
+              class: 'session-open',
+              'aria-label': `Open “${row.title || row.query}”`,
+            }),
+            !row.live && (row.status === 'interrupted' || row.status === 'failed')
+              ? button('Resume', (ev) => void busy(ev.currentTarget as HTMLButtonElement, () => resumeSession(row)), {
+                  class: 'session-resume',
+                  'aria-label': `Resume “${row.title || row.query}”`,
+                })
+              : null,
+            row.status === 'finished'
+              ? button('Report', () => void openReport(row.id, 'sessions'), {
+                  class: 'session-report',
+                  'aria-label': `Report of “${row.title || row.query}”`,
+                })
+              : null,
+          ),
         ),
       ),
     ),

