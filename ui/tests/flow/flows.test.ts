@@ -579,7 +579,9 @@ describe('flows', () => {
 
   for (const viewport of [
     { width: 960, height: 680 },
+    { width: 1280, height: 800 },
     { width: 1440, height: 900 },
+    { width: 1920, height: 1080 },
   ]) {
     it(`9. every screen at ${viewport.width}×${viewport.height}: accessible, labelled, no sideways scrolling`, async () => {
       const page = await openApp('', viewport);
