@@ -75,7 +75,21 @@ fn profile_with_the_real_model_cites_only_sessions_it_was_shown_and_nothing_gene
         domain.sessions.is_empty(),
         "the domain is not inferred from sessions"
     );
+    // The standing constraints (the synthetic user's custom instructions) cite no session;
+    // every inferred statement does.
+    let standing: Vec<String> = You::load(history.store())
+        .unwrap()
+        .standing
+        .into_iter()
+        .map(|s| s.text)
+        .collect();
+    let mut carried = 0;
     for (criterion, s) in run.profile.statements().into_iter().skip(1) {
+        if standing.contains(&s.text) {
+            assert!(s.sessions.is_empty(), "{s:?}");
+            carried += 1;
+            continue;
+        }
         assert!(!s.sessions.is_empty(), "{criterion}: {s:?} cites nothing");
         for id in &s.sessions {
             assert!(
@@ -92,9 +106,10 @@ fn profile_with_the_real_model_cites_only_sessions_it_was_shown_and_nothing_gene
             "copied the prompt's example: {s:?}"
         );
     }
+    assert!(carried <= rudder::profile::you::MAX_STANDING);
     assert!(
-        run.profile.statements().len() <= 7,
-        "domain plus at most six"
+        run.profile.statements().len() - carried <= 7,
+        "domain plus at most six inferred"
     );
     eprintln!("{}", run.profile.to_prompt_text());
 
@@ -303,7 +318,15 @@ fn the_real_model_s_profile_puts_the_users_words_first() {
         inferred <= rudder::profile::query_profile::MAX_STATEMENTS,
         "the user's words and standing constraints do not count against the inferred statements"
     );
-    // Deleting whatever was inferred or carried over leaves only the user's words.
+    // Deleting whatever was inferred, and every standing constraint (deleting one of the
+    // four carried lets the next one in), leaves only the user's words.
+    let standing = You::load(history.store()).unwrap().standing;
+    for s in &standing {
+        history
+            .store()
+            .hide_statement(&statement_key(&s.text), &s.text, &[])
+            .unwrap();
+    }
     for (c, s) in run.profile.statements() {
         if !s.said && c != "domain" {
             history
