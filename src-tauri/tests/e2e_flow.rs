@@ -345,57 +345,6 @@ async fn flow(client: &Client, fixtures: &Path, saved: &mut Vec<String>) -> Test
     assert_nothing_ran(client, "history").await?;
     shot(client, "history", saved).await?;
 
-    // You: what Rudder infers for the question (SmolLM2 finds little in three short chats:
-    // its phrases copy the prompt's example and are refused) and the standing constraints
-    // from the custom instructions; one corrected, one statement added.
-    step("you: see what Rudder infers");
-    click(client, "#nav-you").await?;
-    let standing = wait_text(client, "#you-standing", UI_TIMEOUT, |t| {
-        t.contains(CORRECTED)
-    })
-    .await?;
-    assert!(
-        standing.contains("chatgpt custom instructions"),
-        "{standing}"
-    );
-    fill(client, "#you-build-query", QUESTION).await?;
-    click(client, "#you-build").await?;
-    let profile = wait_text(client, ".you-profile", MODEL_TIMEOUT, |t| {
-        t.contains(QUESTION)
-    })
-    .await?;
-    assert!(
-        profile.contains(CORRECTED),
-        "every profile carries the standing constraints: {profile}"
-    );
-    let corrected = CORRECTED.to_string();
-    step("you: correct one statement and add one");
-    js(
-        client,
-        "const li = [...document.querySelectorAll('#you-standing .you-statement')] \
-           .find(li => li.querySelector('.you-text').textContent === 'I work night shifts as a nurse.'); \
-         li.querySelector('.you-correct').click(); return 'ok';",
-    )
-    .await?;
-    let editor = find(client, ".you-correct-text").await?;
-    editor.clear().await?;
-    editor.send_keys(CORRECTION).await?;
-    click(client, ".you-correct-save").await?;
-    wait_text(client, "#you-said", UI_TIMEOUT, |t| t.contains(CORRECTION)).await?;
-    fill(client, "#you-say-text", STATEMENT).await?;
-    click(client, "#you-say-add").await?;
-    wait_text(client, "#you-said", UI_TIMEOUT, |t| t.contains(STATEMENT)).await?;
-    let hidden = find(client, "#you-hidden").await?.text().await?;
-    assert!(hidden.contains(corrected.trim()), "{hidden}");
-    let profile = find(client, ".you-profile").await?.text().await?;
-    assert!(
-        profile.contains(CORRECTION) && profile.contains("you said"),
-        "{profile}"
-    );
-    assert!(!profile.contains(CORRECTED), "{profile}");
-    assert_nothing_ran(client, "you").await?;
-    shot(client, "you", saved).await?;
-
     // Settings: the web toggle says what would leave the machine.
     step("settings");
     click(client, "#nav-settings").await?;
@@ -503,6 +452,58 @@ async fn flow(client: &Client, fixtures: &Path, saved: &mut Vec<String>) -> Test
     .await?;
     shot(client, "sessions", saved).await?;
     assert_nothing_ran(client, "sessions").await?;
+
+    // After the steered research (whose prompts are those SmolLM2 pauses on, with nothing
+    // the user said in them), the You screen: what Rudder infers for the question (SmolLM2 finds little in three short chats:
+    // its phrases copy the prompt's example and are refused) and the standing constraints
+    // from the custom instructions; one corrected, one statement added.
+    step("you: see what Rudder infers");
+    click(client, "#nav-you").await?;
+    let standing = wait_text(client, "#you-standing", UI_TIMEOUT, |t| {
+        t.contains(CORRECTED)
+    })
+    .await?;
+    assert!(
+        standing.contains("chatgpt custom instructions"),
+        "{standing}"
+    );
+    fill(client, "#you-build-query", QUESTION).await?;
+    click(client, "#you-build").await?;
+    let profile = wait_text(client, ".you-profile", MODEL_TIMEOUT, |t| {
+        t.contains(QUESTION)
+    })
+    .await?;
+    assert!(
+        profile.contains(CORRECTED),
+        "every profile carries the standing constraints: {profile}"
+    );
+    let corrected = CORRECTED.to_string();
+    step("you: correct one statement and add one");
+    js(
+        client,
+        "const li = [...document.querySelectorAll('#you-standing .you-statement')] \
+           .find(li => li.querySelector('.you-text').textContent === 'I work night shifts as a nurse.'); \
+         li.querySelector('.you-correct').click(); return 'ok';",
+    )
+    .await?;
+    let editor = find(client, ".you-correct-text").await?;
+    editor.clear().await?;
+    editor.send_keys(CORRECTION).await?;
+    click(client, ".you-correct-save").await?;
+    wait_text(client, "#you-said", UI_TIMEOUT, |t| t.contains(CORRECTION)).await?;
+    fill(client, "#you-say-text", STATEMENT).await?;
+    click(client, "#you-say-add").await?;
+    wait_text(client, "#you-said", UI_TIMEOUT, |t| t.contains(STATEMENT)).await?;
+    let hidden = find(client, "#you-hidden").await?.text().await?;
+    assert!(hidden.contains(corrected.trim()), "{hidden}");
+    let profile = find(client, ".you-profile").await?.text().await?;
+    assert!(
+        profile.contains(CORRECTION) && profile.contains("you said"),
+        "{profile}"
+    );
+    assert!(!profile.contains(CORRECTED), "{profile}");
+    assert_nothing_ran(client, "you").await?;
+    shot(client, "you", saved).await?;
 
     // A research on the same question, with history: the persona it is seeded with carries
     // the user's words, not the statement they corrected. It is stopped once seeded.
