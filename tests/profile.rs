@@ -148,14 +148,7 @@ fn forgetting_a_cited_session_drops_the_cached_profile() {
     let with = Some((&embedder as &dyn Embedder, common::EMBED_MODEL));
     let query = "What should I focus on in my training this month?";
     // Embedding pre-filtering keeps every candidate at -1; each is then asked about once.
-    let cheap = ProfileOptions {
-        expansion: ExpansionMode::Raw,
-        candidates: 6,
-        selection: Selection::Embedding {
-            min_similarity: -1.0,
-        },
-        use_cache: true,
-    };
+    let cheap = cheap_options();
     let first = rudder::profile::query_profile(&llm, &mut history, with, query, &cheap).unwrap();
     assert_eq!(first.selected.judged, 6);
     assert_eq!(
@@ -187,7 +180,8 @@ fn forgetting_a_cited_session_drops_the_cached_profile() {
     assert!(!rebuilt.profile.cited().contains(&forgotten));
 }
 
-/// Options that ask about six candidates with no other model call.
+/// Options that ask about six candidates with no other model call: raw expansion, and
+/// embedding pre-filtering that keeps every candidate (-1).
 fn cheap_options() -> ProfileOptions {
     ProfileOptions {
         expansion: ExpansionMode::Raw,

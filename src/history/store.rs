@@ -829,13 +829,7 @@ impl Store {
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map(params![kind, limit as i64], |r| {
-                Ok(CachedProfile {
-                    body: r.get(0)?,
-                    watermark: r.get(1)?,
-                    created_at: from_micros(Some(r.get(2)?)).unwrap_or_default(),
-                })
-            })
+            .query_map(params![kind, limit as i64], cached_profile_row)
             .map_err(|e| self.err(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
@@ -849,6 +843,15 @@ pub struct CachedProfile {
     pub created_at: DateTime<Utc>,
 }
 
+/// A `body, watermark, created_at` row of `profiles`.
+fn cached_profile_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CachedProfile> {
+    Ok(CachedProfile {
+        body: r.get(0)?,
+        watermark: r.get(1)?,
+        created_at: from_micros(Some(r.get(2)?)).unwrap_or_default(),
+    })
+}
+
 impl Store {
     /// A cached profile by key.
     pub fn profile(&self, key: &str) -> StoreResult<Option<CachedProfile>> {
@@ -856,13 +859,7 @@ impl Store {
             .query_row(
                 "SELECT body, watermark, created_at FROM profiles WHERE key = ?1",
                 [key],
-                |r| {
-                    Ok(CachedProfile {
-                        body: r.get(0)?,
-                        watermark: r.get(1)?,
-                        created_at: from_micros(Some(r.get(2)?)).unwrap_or_default(),
-                    })
-                },
+                cached_profile_row,
             )
             .optional()
             .map_err(|e| self.err(e))
