@@ -57,6 +57,10 @@ const TEMPLATES: &[(&str, &str)] = &[
     ),
     ("report_need", include_str!("../prompts/report_need.md")),
     (
+        "report_summary",
+        include_str!("../prompts/report_summary.md"),
+    ),
+    (
         "report_heading",
         include_str!("../prompts/report_heading.md"),
     ),

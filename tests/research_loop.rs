@@ -19,6 +19,15 @@ fn run(
     settings: ResearchSettings,
     interaction: &mut dyn Interaction,
 ) -> (Outcome, Vec<Event>) {
+    run_for(llm, settings, interaction, "A home cook who likes tea.")
+}
+
+fn run_for(
+    llm: &ScriptedLlm,
+    settings: ResearchSettings,
+    interaction: &mut dyn Interaction,
+    persona_text: &str,
+) -> (Outcome, Vec<Event>) {
     let mut sources = Sources::new();
     sources.push(Box::new(MemorySource::tea()));
     let mut events = Collect::default();
@@ -35,7 +44,7 @@ fn run(
     let outcome = researcher
         .run(&Brief {
             query: "How should I brew tea?".into(),
-            persona_text: "A home cook who likes tea.".into(),
+            persona_text: persona_text.into(),
             ..Brief::default()
         })
         .unwrap();
@@ -205,7 +214,7 @@ fn every_decision_is_logged_with_its_numbers() {
     assert_eq!(llm.count("node"), 13);
     assert_eq!(llm.count("align"), 4);
     // One heading call per written section (two when the first is refused), one title call
-    // (or two), and at least one paragraph call per section.
+    // (or two), one summary call (or two), and at least one paragraph call per section.
     let sections = outcome
         .report
         .sections
@@ -217,11 +226,31 @@ fn every_decision_is_logged_with_its_numbers() {
     assert!((2..=3).contains(&sections), "{sections} sections");
     assert!((sections..=2 * sections).contains(&llm.count("heading")));
     assert!((1..=2).contains(&llm.count("title")));
-    assert!(llm.count("paragraph") > sections);
+    assert!(llm.count("paragraph") >= sections);
+    // The opening answer: one call (two when refused).
+    assert!((1..=2).contains(&llm.count("summary")));
     assert_eq!(
         outcome.usage.calls as usize,
         llm.calls.lock().unwrap().len()
     );
+}
+
+#[test]
+fn what_this_means_for_you_is_written_only_for_a_reader_rudder_knows() {
+    let needs_section = |outcome: &Outcome| {
+        outcome
+            .report
+            .sections
+            .iter()
+            .any(|s| s.heading == rudder::research::report::NEEDS_HEADING)
+    };
+    // No history, no profile, nothing said: the checklist the question alone suggests is not
+    // something to tell this reader.
+    let (anonymous, _) = run_for(&ScriptedLlm::new(), settings(1, 2, 0.7), &mut NeverAsk, "");
+    assert!(!anonymous.persona.checklist.is_empty());
+    assert!(!needs_section(&anonymous), "{}", anonymous.report.markdown);
+    let (known, _) = run(&ScriptedLlm::new(), settings(1, 2, 0.7), &mut NeverAsk);
+    assert!(needs_section(&known), "{}", known.report.markdown);
 }
 
 #[test]

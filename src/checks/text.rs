@@ -169,24 +169,150 @@ fn push_trimmed(out: &mut Vec<String>, chars: &[char]) {
     }
 }
 
-/// "e.g.", "i.e.", "Dr.", "U.S.": a full stop that ends a short abbreviation, not a sentence.
+/// Abbreviations that end in a full stop without ending a sentence (lowercase). "etc." is not
+/// here: it usually does end one.
+const ABBREVIATIONS: &[&str] = &[
+    "al.", "approx.", "apr.", "aug.", "c.", "ca.", "capt.", "cf.", "co.", "col.", "corp.", "dec.",
+    "dept.", "dr.", "e.g.", "ed.", "eds.", "esp.", "est.", "feb.", "fig.", "fl.", "ft.", "gen.",
+    "gov.", "i.e.", "inc.", "jan.", "jr.", "jul.", "jun.", "lt.", "ltd.", "mar.", "mr.", "mrs.",
+    "ms.", "mt.", "no.", "nos.", "nov.", "oct.", "op.", "pp.", "prof.", "rev.", "sen.", "sep.",
+    "sept.", "sgt.", "sr.", "st.", "vol.", "vols.", "vs.",
+];
+
+/// "e.g.", "c.", "Dr.", "U.S.", "J.": a full stop that ends an abbreviation or an initial, not
+/// a sentence.
 fn is_abbreviation(upto: &[char]) -> bool {
     let s: String = upto.iter().collect();
-    let last = s.split_whitespace().last().unwrap_or("").to_lowercase();
-    matches!(
-        last.as_str(),
-        "e.g."
-            | "i.e."
-            | "etc."
-            | "vs."
-            | "dr."
-            | "mr."
-            | "mrs."
-            | "ms."
-            | "st."
-            | "no."
-            | "approx."
-    ) || (last.len() <= 4 && last.matches('.').count() >= 2)
+    let raw = s
+        .split_whitespace()
+        .last()
+        .unwrap_or("")
+        .trim_start_matches(['(', '"', '“', '\'']);
+    let last = raw.to_lowercase();
+    if ABBREVIATIONS.contains(&last.as_str()) {
+        return true;
+    }
+    // "U.S.", "a.d.": letters between full stops.
+    if last.chars().count() <= 5
+        && last.matches('.').count() >= 2
+        && last.chars().all(|c| c == '.' || c.is_alphabetic())
+    {
+        return true;
+    }
+    // An initial ("John F. Kennedy"); "I." is a sentence's end more often than a name's.
+    let mut chars = raw.chars();
+    matches!((chars.next(), chars.next(), chars.next()), (Some(c), Some('.'), None) if c.is_uppercase() && c != 'I')
+}
+
+/// Words a sentence cannot end on: it was cut off there ("… the Renaissance and the.").
+const DANGLING_ENDS: &[&str] = &[
+    "a", "an", "the", "and", "or", "of", "to", "with", "by", "from", "as", "than", "such", "its",
+    "their", "whose", "nor", "but", "into", "onto", "via",
+];
+
+/// Why a sentence stops where it should not, if it does: on an abbreviation ("The early modern
+/// period, c.") or on a word that cannot end a sentence.
+fn cut_at_end(s: &str) -> Option<String> {
+    let body = s.trim_end_matches(['"', '\'', ')', '”', '’']);
+    let last = body.split_whitespace().last().unwrap_or("");
+    let lower = last.to_lowercase();
+    // As written: "c." and "e.g." in lower case, "Dr." and "No." capitalised ("… or no." ends
+    // a sentence; "vitamin C." too).
+    let capitalised = last.chars().next().is_some_and(char::is_uppercase)
+        && last.chars().skip(1).all(|c| !c.is_uppercase());
+    let abbreviation = ABBREVIATIONS.contains(&lower.as_str())
+        && ((last == lower && !matches!(last, "no." | "nos.")) || (capitalised && lower.len() > 2));
+    if abbreviation || lower == "e.g" || lower == "i.e" {
+        return Some(format!("cut off (ends with the abbreviation {last:?})"));
+    }
+    let bare = lower.trim_matches(|c: char| !c.is_alphanumeric());
+    if body.ends_with('.') && DANGLING_ENDS.contains(&bare) {
+        return Some(format!("cut off (ends with {bare:?})"));
+    }
+    None
+}
+
+/// The writing systems a report can be in, as far as the checks need to tell them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Script {
+    Latin,
+    Greek,
+    Cyrillic,
+    Armenian,
+    Hebrew,
+    Arabic,
+    Devanagari,
+    Thai,
+    Georgian,
+    Hangul,
+    /// Han, Hiragana and Katakana: Chinese and Japanese text mix them.
+    Cjk,
+    Other,
+}
+
+/// The script of one letter (None for what is not a letter: digits, punctuation, marks).
+pub fn script_of(c: char) -> Option<Script> {
+    if !c.is_alphabetic() {
+        return None;
+    }
+    let u = c as u32;
+    Some(match u {
+        0x0041..=0x024F | 0x1E00..=0x1EFF | 0x2C60..=0x2C7F | 0xA720..=0xA7FF | 0xFB00..=0xFB06 => {
+            Script::Latin
+        }
+        0x0370..=0x03FF | 0x1F00..=0x1FFF => Script::Greek,
+        0x0400..=0x052F | 0x1C80..=0x1C8F | 0x2DE0..=0x2DFF | 0xA640..=0xA69F => Script::Cyrillic,
+        0x0530..=0x058F => Script::Armenian,
+        0x0590..=0x05FF => Script::Hebrew,
+        0x0600..=0x06FF | 0x0750..=0x077F | 0x08A0..=0x08FF | 0xFB50..=0xFDFF | 0xFE70..=0xFEFF => {
+            Script::Arabic
+        }
+        0x0900..=0x097F => Script::Devanagari,
+        0x0E00..=0x0E7F => Script::Thai,
+        0x10A0..=0x10FF => Script::Georgian,
+        0x1100..=0x11FF | 0x3130..=0x318F | 0xAC00..=0xD7AF => Script::Hangul,
+        0x3040..=0x30FF
+        | 0x3400..=0x4DBF
+        | 0x4E00..=0x9FFF
+        | 0xF900..=0xFAFF
+        | 0x20000..=0x3134F => Script::Cjk,
+        _ => Script::Other,
+    })
+}
+
+/// The script most letters of `text` are in (Latin for a text without letters).
+pub fn dominant_script(text: &str) -> Script {
+    let mut counts: Vec<(Script, usize)> = Vec::new();
+    for s in text.chars().filter_map(script_of) {
+        match counts.iter_mut().find(|(k, _)| *k == s) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((s, 1)),
+        }
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(_, n)| n)
+        .map_or(Script::Latin, |(s, _)| s)
+}
+
+/// Why a sentence has debris of another writing system, if it has: a word with letters of a
+/// script other than `script` ("… and human主义") that none of `sources` contains (a quoted
+/// name from a source is fine).
+pub fn foreign_script(sentence: &str, script: Script, sources: &[&str]) -> Option<String> {
+    for word in sentence.split(|c: char| c.is_whitespace() || ",;:()\"“”".contains(c)) {
+        let foreign: String = word
+            .chars()
+            .filter(|&c| script_of(c).is_some_and(|s| s != script))
+            .collect();
+        if foreign.is_empty() {
+            continue;
+        }
+        if sources.iter().any(|p| p.contains(&foreign)) {
+            continue;
+        }
+        return Some(format!("a word in another script ({word})"));
+    }
+    None
 }
 
 /// Why a sentence is debris, if it is: JSON or code punctuation, markup, the prompt's own
@@ -203,7 +329,7 @@ pub fn sentence_debris(sentence: &str) -> Option<String> {
     if !matches!(last, '.' | '!' | '?' | '"' | '\'' | ')' | '”' | '’' | ':') {
         return Some("cut off (no closing punctuation)".into());
     }
-    None
+    cut_at_end(s)
 }
 
 /// Why a heading is debris, if it is. Headings have no closing punctuation, so "cut off"
@@ -409,6 +535,57 @@ mod tests {
                 "- a list item",
             ]
         );
+    }
+
+    #[test]
+    fn abbreviations_and_initials_do_not_end_sentences() {
+        let s = split_sentences(
+            "The early modern period, c. 1500 to 1800, followed it. St. Paul's and Dr. Smith \
+             agree, cf. No. 5 of the U.S. list. John F. Kennedy spoke in 1961. It cost $1.5 \
+             million, i.e. More than planned.",
+        );
+        assert_eq!(
+            s,
+            vec![
+                "The early modern period, c. 1500 to 1800, followed it.",
+                "St. Paul's and Dr. Smith agree, cf. No. 5 of the U.S. list.",
+                "John F. Kennedy spoke in 1961.",
+                "It cost $1.5 million, i.e. More than planned.",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_sentence_cut_at_an_abbreviation_or_a_dangling_word_is_debris() {
+        assert!(sentence_debris("The early modern period, c.").is_some());
+        assert!(sentence_debris("It was printed by Dr.").is_some());
+        assert!(sentence_debris("Presses spread to cities such as.").is_some());
+        assert!(sentence_debris("It changed the economy and the.").is_some());
+        assert!(sentence_debris("Paper, ink and type were needed, etc.").is_none());
+        assert!(sentence_debris("Oranges are rich in vitamin C.").is_none());
+        assert!(sentence_debris("The treaty was signed in the U.S.").is_none());
+        assert!(sentence_debris("Asked whether it helped, most said no.").is_none());
+    }
+
+    #[test]
+    fn words_of_another_script_are_debris_unless_a_source_has_them() {
+        let latin = dominant_script("How did the printing press change Europe?");
+        assert_eq!(latin, Script::Latin);
+        assert!(foreign_script(
+            "It shaped the Renaissance, Reformation, and human主义.",
+            latin,
+            &["The Renaissance was a period of humanism."],
+        )
+        .is_some());
+        assert!(foreign_script(
+            "Tea is called 茶 in Chinese.",
+            latin,
+            &["The Chinese word for tea is 茶 (chá)."],
+        )
+        .is_none());
+        assert!(foreign_script("Café culture spread in Paris.", latin, &[]).is_none());
+        assert_eq!(dominant_script("印刷术如何改变了欧洲？"), Script::Cjk);
+        assert!(foreign_script("印刷术改变了欧洲 Europe。", Script::Cjk, &[]).is_some());
     }
 
     #[test]

@@ -301,6 +301,8 @@ impl Llm for ScriptedLlm {
         } else if prompt.contains("You write one paragraph of a research report") {
             // The facts back, joined: prose the checks can hold against the passages.
             ("paragraph", json!({"text": facts(prompt).join(" ")}))
+        } else if prompt.contains("You write the opening of a research report") {
+            ("summary", json!({"text": facts(prompt).join(" ")}))
         } else if prompt.contains("You tell one reader what research facts mean") {
             let need = line_after(prompt, "The reader's need:");
             (

@@ -128,6 +128,10 @@ pub enum EvalCommand {
         /// Researchy questions for answer coverage (needs --eval-dir).
         #[arg(long, value_name = "N", default_value_t = QualityOptions::default().researchy_questions)]
         researchy_questions: usize,
+        /// Corpus-grounded questions for answer coverage (crates/eval/data/grounded.jsonl; the
+        /// offline Wikipedia corpus holds their key points).
+        #[arg(long, value_name = "N", default_value_t = QualityOptions::default().grounded_questions)]
+        grounded_questions: usize,
         /// The evaluation material with researchy-dev/ (answer coverage is skipped without it).
         #[arg(long, value_name = "DIR", env = "RUDDER_EVAL_DIR")]
         eval_dir: Option<PathBuf>,
@@ -217,6 +221,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
             report_questions,
             systems,
             researchy_questions,
+            grounded_questions,
             eval_dir,
             depth,
             breadth,
@@ -232,6 +237,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
                 report_questions,
                 systems,
                 researchy_questions,
+                grounded_questions,
                 depth,
                 breadth,
             };

@@ -81,6 +81,8 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
         report_questions: 1,
         systems: ReportSystem::ALL.to_vec(),
         researchy_questions: 1,
+        // The test's library is one tea note, not the Wikipedia corpus.
+        grounded_questions: 0,
         depth: 0,
         breadth: 1,
     };
@@ -154,6 +156,11 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
             r.markdown
         );
         assert!(r.cost.values().map(|c| c.calls).sum::<u64>() > 0, "{r:?}");
+        let f = &r.findings;
+        assert_eq!(f.placed + f.missing.len(), f.distinct, "{f:?}");
+        let c = &r.consistency;
+        assert!(c.summary_in_body <= c.summary_sentences, "{c:?}");
+        assert!(c.false_not_covered.len() <= c.not_covered, "{c:?}");
     }
 
     assert_eq!(records.coverage.len(), 1);
@@ -172,6 +179,7 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
         "| history |",
         "| oracle |",
         "key-point recall",
+        "finding coverage",
         "Cost per stage",
         &first_questions[0],
     ] {

@@ -31,15 +31,14 @@ use self::prose::{Fact, Writer};
 use super::persona::Persona;
 use super::tree::{Learning, Tree};
 use super::ResearchError;
-use crate::checks::text::sentence_debris;
+use crate::checks::text::{dominant_script, sentence_debris, split_sentences};
 use crate::embed::Embedder;
 use crate::llm::{Completion, Llm};
 use crate::sources::{CitationTarget, Evidence};
 
-pub use needs::{need_label, needs_from, MAX_NEEDS};
+pub use needs::{need_label, needs_from, MAX_NEEDS, NOT_COVERED_OPENING};
 pub use plan::{
-    DUPLICATE_COSINE, MAX_SECTION_LEARNINGS, NEED_MATCH_COSINE, PARAGRAPH_LEARNINGS,
-    SUMMARY_LEARNINGS,
+    DUPLICATE_COSINE, NEED_MATCH_COSINE, OFF_TOPIC_SECTION, PARAGRAPH_LEARNINGS, SUMMARY_LEARNINGS,
 };
 
 /// A paragraph and the references it cites (numbers into [`Report::references`]).
@@ -177,18 +176,28 @@ pub fn write(
     on_section: &mut dyn FnMut(usize, &str),
 ) -> Result<(Report, Vec<Completion>), ResearchError> {
     let plan = plan::plan(input, embedder)?;
-    let mut writer = Writer::new(llm, embedder);
+    let mut writer = Writer::new(llm, embedder, dominant_script(input.query));
     let mut citations = Citations::default();
+    // A learning with those merged into it (they say the same thing): its passages are all
+    // theirs, and it cites them all.
+    let with_merged = |l: usize| -> Vec<&Learning> {
+        std::iter::once(l)
+            .chain(plan.merged.get(&l).into_iter().flatten().copied())
+            .map(|l| &input.learnings[l])
+            .collect()
+    };
     let fact = |l: usize| -> Fact {
-        let learning = &input.learnings[l];
+        let mut passages: Vec<String> = Vec::new();
+        for key in with_merged(l).iter().flat_map(|m| m.sources.iter()) {
+            if let Some(e) = input.evidence.get(key) {
+                if !passages.contains(&e.text) {
+                    passages.push(e.text.clone());
+                }
+            }
+        }
         Fact {
-            text: learning.text.clone(),
-            passages: learning
-                .sources
-                .iter()
-                .filter_map(|k| input.evidence.get(k))
-                .map(|e| e.text.clone())
-                .collect(),
+            text: input.learnings[l].text.clone(),
+            passages,
         }
     };
     let facts = |ls: &[usize]| -> Vec<Fact> { ls.iter().map(|&l| fact(l)).collect() };
@@ -214,24 +223,15 @@ pub fn write(
     // then taken into the report in reading order, where what a draft repeats of the
     // paragraphs and headings before it is dropped or asked again.
     let query = input.query;
-    let mut jobs = vec![
-        Job {
-            slot: Slot::Title,
-            work: Work::Heading {
-                prompt: Prompt::new("report_title", query, "", facts(&plan.summary)),
-                field: "title",
-                fallback: query,
-                title: true,
-            },
+    let mut jobs = vec![Job {
+        slot: Slot::Title,
+        work: Work::Heading {
+            prompt: Prompt::new("report_title", query, "", facts(&plan.summary)),
+            field: "title",
+            fallback: query,
+            title: true,
         },
-        Job {
-            slot: Slot::Summary,
-            work: Work::Paragraph {
-                learnings: &plan.summary,
-                prompt: Prompt::new("report_paragraph", query, "", facts(&plan.summary)),
-            },
-        },
-    ];
+    }];
     for (section, planned) in plan.sections.iter().enumerate() {
         for ls in &planned.paragraphs {
             jobs.push(Job {
@@ -259,6 +259,15 @@ pub fn write(
             },
         });
     }
+    // The opening answer: when it restates the body, it is taken last, and what it repeats of
+    // the body is its purpose, not a repeat.
+    jobs.push(Job {
+        slot: Slot::Summary,
+        work: Work::Paragraph {
+            learnings: &plan.summary,
+            prompt: Prompt::new("report_summary", query, "", facts(&plan.summary)),
+        },
+    });
     // What this means for you: each need with the findings that answer it, then the needs
     // no finding answers, in one plain sentence.
     let mut uncovered = Vec::new();
@@ -274,6 +283,13 @@ pub fn write(
                 prompt: Prompt::new("report_need", query, &need.label, facts(&need.learnings)),
             },
         });
+    }
+    // Settled in reading order, but a summary that restates the body after everything else
+    // (see above); one that does not is the first to say its findings.
+    if plan.summary_restates {
+        jobs.sort_by_key(|job| matches!(job.slot, Slot::Summary));
+    } else {
+        jobs.sort_by_key(|job| !matches!(job.slot, Slot::Title | Slot::Summary));
     }
     let drafts = crate::llm::map_concurrent(llm.parallelism(), &jobs, |_, job| match &job.work {
         Work::Paragraph { learnings, prompt } => writer
@@ -309,12 +325,15 @@ pub fn write(
                         options.extend(prose::own_words(f));
                         options
                     })?,
+                    Slot::Summary if plan.summary_restates => {
+                        writer.settle_restating(draft, &facts, &prose::own_words)?
+                    }
                     _ => writer.settle(draft, &facts, &prose::own_words)?,
                 };
                 let paragraph = (!sentences.is_empty()).then(|| {
                     let cited: Vec<&Learning> = stated
                         .iter()
-                        .map(|&i| &input.learnings[learnings[i]])
+                        .flat_map(|&i| with_merged(learnings[i]))
                         .collect();
                     Paragraph {
                         text: sentences.join(" "),
@@ -364,6 +383,34 @@ pub fn write(
             }
             // Each job is drafted by the work it names.
             _ => unreachable!("a draft of another kind than its job"),
+        }
+    }
+    // A need some sentence of the report does answer is not called uncovered (the coverage
+    // cut reflection uses to cancel a task a finding already answers).
+    if !uncovered.is_empty() {
+        let said: Vec<String> = std::iter::once(&summary)
+            .chain(section_paragraphs.iter().flatten())
+            .chain(sections.iter().flat_map(|s| s.paragraphs.iter()))
+            .chain(answered.iter())
+            .flat_map(|p| split_sentences(&p.text))
+            .collect();
+        if !said.is_empty() {
+            let mut texts: Vec<&str> = uncovered.iter().map(String::as_str).collect();
+            texts.extend(said.iter().map(String::as_str));
+            let vectors = embedder.embed(&texts)?;
+            let (needs, sentences) = vectors.split_at(uncovered.len());
+            let mut index = 0;
+            uncovered.retain(|_| {
+                let need = &needs[index];
+                index += 1;
+                let covered = sentences
+                    .iter()
+                    .any(|s| crate::embed::cosine(need, s) >= super::reflect::COVERED);
+                if covered {
+                    tracing::debug!("report: a need the report answers is not listed as uncovered");
+                }
+                !covered
+            });
         }
     }
     if !uncovered.is_empty() {
@@ -440,6 +487,8 @@ struct Prompt<'p> {
     query: &'p str,
     need: &'p str,
     facts: String,
+    /// What the sources say around the facts (paragraphs only: a detail the writer may add).
+    context: String,
 }
 
 impl<'p> Prompt<'p> {
@@ -449,6 +498,11 @@ impl<'p> Prompt<'p> {
             query,
             need,
             facts: prose::numbered(&facts),
+            context: if template == "report_paragraph" {
+                prose::numbered_excerpts(&facts)
+            } else {
+                String::new()
+            },
         }
     }
 
@@ -459,6 +513,7 @@ impl<'p> Prompt<'p> {
                 query => self.query,
                 need => self.need,
                 facts => self.facts,
+                context => self.context,
                 problems => problems,
             },
         )?)

@@ -219,8 +219,11 @@ const OPENERS_TO_LOWER: &[&str] = &[
 /// The needs no finding answers, as the list the closing sentence of the needs section gives
 /// ("The sources found do not cover: a; b.").
 pub(super) fn uncovered_sentence(labels: &[String]) -> String {
-    format!("The sources found do not cover: {}.", labels.join("; "))
+    format!("{NOT_COVERED_OPENING}{}.", labels.join("; "))
 }
+
+/// How the sentence listing the needs no finding answers opens.
+pub const NOT_COVERED_OPENING: &str = "The sources found do not cover: ";
 
 #[cfg(test)]
 mod tests {

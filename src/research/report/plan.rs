@@ -1,24 +1,33 @@
 //! The report assembled in code before anything is written: which learnings go where.
 //!
-//! Every learning is placed at most once: a learning that says what an earlier one said
-//! (same content words, or an embedding almost identical) is dropped; the best learning of
-//! each section opens the summary; the learnings that answer a need of the reader go to
-//! *What this means for you*; the rest stay in their direction's section, in tree order
-//! (broad before specific), grouped into paragraphs of at most [`PARAGRAPH_LEARNINGS`].
+//! Every distinct learning is placed exactly once: a learning that says what an earlier one
+//! said (same content words, or an embedding almost identical) is merged into it, which then
+//! cites both; the learnings that answer a need of the reader go to *What this means for
+//! you*; the best learning of each section opens the summary; the rest stay in their
+//! direction's section, in tree order (broad before specific), grouped into paragraphs of at
+//! most [`PARAGRAPH_LEARNINGS`]. Only debris and sections that are not about the question are
+//! left out, each logged with the reason.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::needs::need_label;
 use super::ReportInput;
 use crate::checks::text::{content_words, jaccard, sentence_debris, NEAR_DUPLICATE_JACCARD};
 use crate::embed::{cosine, EmbedError, Embedder};
+use crate::research::tree::one_line;
 
-/// Learnings written per section: three paragraphs of three.
-pub const MAX_SECTION_LEARNINGS: usize = 9;
+/// A section none of whose findings reaches this cosine (all-MiniLM-L6-v2) with the question
+/// is about something else and is left out. Half of [`crate::research::node::ON_TOPIC`], the
+/// cut for a direction's question: a finding is one narrow fact and scores lower against the
+/// question than a question on the same subject does.
+pub const OFF_TOPIC_SECTION: f32 = 0.22;
 /// Learnings per paragraph: what a 1.5B model connects reliably in one call.
 pub const PARAGRAPH_LEARNINGS: usize = 3;
 /// Learnings the summary states.
 pub const SUMMARY_LEARNINGS: usize = 3;
+/// From this many findings in the body, the summary restates its findings and the body keeps
+/// them; below it, a report is too short for an opening that repeats it.
+pub const RESTATING_SUMMARY_FINDINGS: usize = 5;
 /// Learnings given per need.
 pub const NEED_LEARNINGS: usize = 2;
 
@@ -60,8 +69,14 @@ pub(super) struct PlannedNeed {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(super) struct Plan {
     pub summary: Vec<usize>,
+    /// Whether the summary's learnings are also in the body (see [`plan`]).
+    pub summary_restates: bool,
     pub sections: Vec<PlannedSection>,
     pub needs: Vec<PlannedNeed>,
+    /// Learnings that say what a placed one says, by the placed one: cited with it.
+    pub merged: BTreeMap<usize, Vec<usize>>,
+    /// Learnings left out, with the reason.
+    pub unplaced: Vec<(usize, String)>,
 }
 
 /// A learning's text as a sentence: whitespace collapsed, a capital first, a full stop last.
@@ -79,7 +94,8 @@ pub(super) fn tidy_sentence(text: &str) -> String {
     out
 }
 
-/// Plans the report: sections from the directions, summary, needs.
+/// Plans the report: sections from the directions, needs, summary. Every distinct finding is
+/// placed once; those that cannot be are in [`Plan::unplaced`] with the reason.
 pub(super) fn plan(input: &ReportInput<'_>, embedder: &dyn Embedder) -> Result<Plan, EmbedError> {
     let tree = input.tree;
     // (direction, question, learnings in tree order). The root's own learnings come first;
@@ -131,23 +147,31 @@ pub(super) fn plan(input: &ReportInput<'_>, embedder: &dyn Embedder) -> Result<P
         let i = candidates.iter().position(|&c| c == l).unwrap_or(0);
         &vectors[i]
     };
+    let query_vector = vectors.get(candidates.len()).cloned().unwrap_or_default();
 
-    // Dropped: learnings that are debris even tidied, and those that say what an earlier one
-    // said.
+    // Dropped: learnings that are debris even tidied. Merged: those that say what an earlier
+    // one said, whose citations the earlier one takes.
+    let mut unplaced: Vec<(usize, String)> = Vec::new();
     let mut kept: Vec<usize> = Vec::new();
     let mut kept_words: Vec<BTreeSet<String>> = Vec::new();
+    let mut merged: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for (i, &l) in candidates.iter().enumerate() {
-        if tidy[i].is_empty() || sentence_debris(&tidy[i]).is_some() {
-            tracing::debug!("report: learning {l} left out as debris");
+        if tidy[i].is_empty() {
+            unplaced.push((l, "empty".into()));
+            continue;
+        }
+        if let Some(why) = sentence_debris(&tidy[i]) {
+            unplaced.push((l, format!("debris: {why}")));
             continue;
         }
         let words = content_words(&tidy[i]);
-        let duplicate = kept.iter().zip(&kept_words).any(|(&k, w)| {
+        let same = kept.iter().zip(&kept_words).find(|(&k, w)| {
             jaccard(w, &words) >= NEAR_DUPLICATE_JACCARD
                 || cosine(vector(k), &vectors[i]) >= DUPLICATE_COSINE
         });
-        if duplicate {
-            tracing::debug!("report: learning {l} repeats an earlier one");
+        if let Some((&k, _)) = same {
+            tracing::debug!("report: learning {l} says what learning {k} says; merged");
+            merged.entry(k).or_default().push(l);
             continue;
         }
         kept.push(l);
@@ -157,35 +181,36 @@ pub(super) fn plan(input: &ReportInput<'_>, embedder: &dyn Embedder) -> Result<P
         s.2.retain(|l| kept.contains(l));
     }
 
-    // The summary: each section's learning closest to the query, from sections that keep
-    // something after giving it (the root's own findings answer the query itself, so its
-    // section may give its only one).
-    let query_vector = &vectors.get(candidates.len()).cloned().unwrap_or_default();
-    let mut summary = Vec::new();
-    for (index, s) in sections.iter_mut().enumerate() {
-        if summary.len() == SUMMARY_LEARNINGS {
-            break;
-        }
-        if s.2.is_empty() || (index > 0 && s.2.len() < 2) {
-            continue;
-        }
-        let best =
-            *s.2.iter()
-                .max_by(|&&a, &&b| {
-                    cosine(vector(a), query_vector).total_cmp(&cosine(vector(b), query_vector))
-                })
-                .expect("non-empty");
-        s.2.retain(|&l| l != best);
-        summary.push(best);
-    }
-    if summary.is_empty() {
-        if let Some(s) = sections.iter_mut().find(|s| !s.2.is_empty()) {
-            summary.push(s.2.remove(0));
+    // Off-topic sections: findings none of which is about the question (a wild card that
+    // found only background, a passage on something else) are left out.
+    if !query_vector.is_empty() {
+        for s in &mut sections {
+            if s.2.is_empty() {
+                continue;
+            }
+            let relevance =
+                s.2.iter()
+                    .map(|&l| cosine(vector(l), &query_vector))
+                    .fold(f32::MIN, f32::max);
+            tracing::debug!("report: section {:?} relevance {relevance:.2}", s.1);
+            if relevance < OFF_TOPIC_SECTION {
+                for &l in &s.2 {
+                    unplaced.push((
+                        l,
+                        format!(
+                            "its section ({}) is not about the question (relevance {relevance:.2})",
+                            one_line(&s.1, 80)
+                        ),
+                    ));
+                }
+                s.2.clear();
+            }
         }
     }
 
-    // Needs: each remaining learning goes to the need it is closest to, when close enough;
-    // each need keeps its best few.
+    // Needs first: each learning goes to the need it is closest to, when close enough; each
+    // need keeps its best few. (Before the summary, so a need the summary would answer is
+    // not called uncovered.)
     let need_vectors = &vectors[(candidates.len() + 1).min(vectors.len())..];
     let mut answers: Vec<Vec<(f32, usize)>> = vec![Vec::new(); labels.len()];
     for s in &sections {
@@ -213,12 +238,38 @@ pub(super) fn plan(input: &ReportInput<'_>, embedder: &dyn Embedder) -> Result<P
         given.extend(&learnings);
         needs.push(PlannedNeed { label, learnings });
     }
+    for s in &mut sections {
+        s.2.retain(|l| !given.contains(l));
+    }
+
+    // The summary, a direct answer: the strongest findings, each section's closest to the
+    // query. With enough findings for a body, the summary restates them and the body keeps
+    // them (the opening answer agrees with the body); with a few, the summary says them once.
+    let body_findings: usize = sections.iter().map(|s| s.2.len()).sum();
+    let summary_restates = body_findings >= RESTATING_SUMMARY_FINDINGS;
+    let mut summary = Vec::new();
+    let mut by_strength: Vec<(f32, usize, usize)> = Vec::new();
+    for (index, s) in sections.iter().enumerate() {
+        if let Some(&best) = s.2.iter().max_by(|&&a, &&b| {
+            cosine(vector(a), &query_vector).total_cmp(&cosine(vector(b), &query_vector))
+        }) {
+            by_strength.push((cosine(vector(best), &query_vector), index, best));
+        }
+    }
+    // The root's own findings answer the question itself: they lead.
+    by_strength.sort_by(|a, b| (a.1 != 0).cmp(&(b.1 != 0)).then(b.0.total_cmp(&a.0)));
+    for &(_, index, best) in by_strength.iter().take(SUMMARY_LEARNINGS) {
+        summary.push(best);
+        if !summary_restates {
+            sections[index].2.retain(|&l| l != best);
+        }
+    }
+    // Reading order: the sections' order.
+    summary.sort_by_key(|l| kept.iter().position(|k| k == l));
 
     let sections = sections
         .into_iter()
-        .filter_map(|(direction, question, mut learnings)| {
-            learnings.retain(|l| !given.contains(l));
-            learnings.truncate(MAX_SECTION_LEARNINGS);
+        .filter_map(|(direction, question, learnings)| {
             (!learnings.is_empty()).then(|| PlannedSection {
                 direction,
                 question,
@@ -226,10 +277,16 @@ pub(super) fn plan(input: &ReportInput<'_>, embedder: &dyn Embedder) -> Result<P
             })
         })
         .collect();
+    for (l, why) in &unplaced {
+        tracing::info!("report: finding {l} not placed ({why})");
+    }
     Ok(Plan {
         summary,
+        summary_restates,
         sections,
         needs,
+        merged,
+        unplaced,
     })
 }
 

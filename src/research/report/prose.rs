@@ -15,8 +15,8 @@ use serde_json::json;
 
 use super::plan::tidy_sentence;
 use crate::checks::text::{
-    content_words, finding_form, heading_debris, jaccard, sentence_debris, split_sentences,
-    NEAR_DUPLICATE_JACCARD,
+    content_words, finding_form, foreign_script, heading_debris, jaccard, sentence_debris,
+    split_sentences, Script, NEAR_DUPLICATE_JACCARD,
 };
 use crate::checks::{SupportMatcher, SUPPORT_THRESHOLD};
 use crate::embed::Embedder;
@@ -24,11 +24,11 @@ use crate::llm::{complete_schema, Completion, GenerationOptions, Llm, Message};
 use crate::research::tree::one_line;
 use crate::research::ResearchError;
 
-/// Longest paragraph a call may write (characters): four long sentences.
-const MAX_PROSE_CHARS: usize = 600;
+/// Longest paragraph a call may write (characters): five long sentences.
+const MAX_PROSE_CHARS: usize = 900;
 /// Tokens allowed for a paragraph: the longest text at about 1.5 characters a token, plus
 /// the JSON around it, so the grammar's bound stops the model before `max_tokens` does.
-const PROSE_TOKENS: u32 = 420;
+const PROSE_TOKENS: u32 = 620;
 /// Longest heading or title (characters, words).
 const MAX_HEADING_CHARS: usize = 70;
 const MAX_HEADING_WORDS: usize = 8;
@@ -72,6 +72,9 @@ pub(super) struct HeadingDraft {
 pub(super) struct Writer<'a> {
     llm: &'a dyn Llm,
     support: SupportMatcher<'a>,
+    /// The report's writing system (the question's): a word in another one is debris
+    /// unless a cited passage has it.
+    script: Script,
     /// Content words of every sentence kept so far.
     said: Vec<BTreeSet<String>>,
     /// Content words of the title and the headings so far.
@@ -87,6 +90,55 @@ fn field_schema(field: &str, min: usize, max: usize) -> serde_json::Value {
     })
 }
 
+/// Characters of source text shown beside each fact.
+const EXCERPT_CHARS: usize = 360;
+
+/// What a fact's passages say around it, for the writer to add a detail from: the sentence
+/// that shares most content words with the fact and the one after it (or before it, at the
+/// passage's end), up to [`EXCERPT_CHARS`]. None when no sentence shares a word.
+pub(super) fn excerpt(fact: &Fact) -> Option<String> {
+    let words = content_words(&fact.text);
+    let mut best: Option<(usize, Vec<String>, usize)> = None;
+    for passage in &fact.passages {
+        let sentences = split_sentences(passage);
+        for (i, s) in sentences.iter().enumerate() {
+            let shared = content_words(s).intersection(&words).count();
+            if shared > 0 && best.as_ref().is_none_or(|b| shared > b.0) {
+                best = Some((shared, sentences.clone(), i));
+            }
+        }
+    }
+    let (_, sentences, i) = best?;
+    let window: Vec<&String> = if i + 1 < sentences.len() {
+        vec![&sentences[i], &sentences[i + 1]]
+    } else if i > 0 {
+        vec![&sentences[i - 1], &sentences[i]]
+    } else {
+        vec![&sentences[i]]
+    };
+    let mut out = String::new();
+    for s in window {
+        if !out.is_empty() && out.len() + s.len() + 1 > EXCERPT_CHARS {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(s);
+    }
+    Some(one_line(&out, EXCERPT_CHARS))
+}
+
+/// The excerpts of `facts` as the numbered list a prompt shows (numbered as the facts).
+pub(super) fn numbered_excerpts(facts: &[Fact]) -> String {
+    facts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| excerpt(f).map(|e| format!("{}. {e}", i + 1)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Facts as the numbered list a prompt shows.
 pub(super) fn numbered(facts: &[Fact]) -> String {
     facts
@@ -98,9 +150,10 @@ pub(super) fn numbered(facts: &[Fact]) -> String {
 }
 
 impl<'a> Writer<'a> {
-    pub fn new(llm: &'a dyn Llm, embedder: &'a dyn Embedder) -> Self {
+    pub fn new(llm: &'a dyn Llm, embedder: &'a dyn Embedder, script: Script) -> Self {
         Writer {
             llm,
+            script,
             support: SupportMatcher::new(embedder, SUPPORT_THRESHOLD),
             said: Vec::new(),
             headings: Vec::new(),
@@ -143,7 +196,10 @@ impl<'a> Writer<'a> {
         passages: &[&str],
         kept: &[String],
     ) -> Result<Option<String>, ResearchError> {
-        if let Some(why) = sentence_debris(sentence).or_else(|| finding_form(sentence)) {
+        if let Some(why) = sentence_debris(sentence)
+            .or_else(|| finding_form(sentence))
+            .or_else(|| foreign_script(sentence, self.script, passages))
+        {
             return Ok(Some(why));
         }
         if self.repeats(sentence, kept) {
@@ -276,11 +332,14 @@ impl<'a> Writer<'a> {
             let options = fallback(fact);
             for (k, option) in options.iter().enumerate() {
                 let own: Vec<String> = split_sentences(option);
+                let passages: Vec<&str> = fact.passages.iter().map(String::as_str).collect();
                 let mut clean = !own.is_empty()
-                    && own.iter().all(|s| sentence_debris(s).is_none())
+                    && own.iter().all(|s| {
+                        sentence_debris(s).is_none()
+                            && foreign_script(s, self.script, &passages).is_none()
+                    })
                     && !own.iter().any(|s| self.repeats(s, &sentences));
                 if clean && k + 1 < options.len() {
-                    let passages: Vec<&str> = fact.passages.iter().map(String::as_str).collect();
                     for s in &own {
                         let mut ok = false;
                         for p in &passages {
@@ -301,6 +360,20 @@ impl<'a> Writer<'a> {
         }
         stated.sort_unstable();
         Ok((sentences, stated))
+    }
+
+    /// [`Writer::settle`] for the summary, which restates what the body says: its sentences
+    /// are checked against one another, not against the body's.
+    pub fn settle_restating(
+        &mut self,
+        draft: Draft,
+        facts: &[Fact],
+        fallback: &dyn Fn(&Fact) -> Vec<String>,
+    ) -> Result<(Vec<String>, Vec<usize>), ResearchError> {
+        let body = std::mem::take(&mut self.said);
+        let settled = self.settle(draft, facts, fallback);
+        self.said = body;
+        settled
     }
 
     /// The model's heading, checked against the headings so far and asked once more with the

@@ -11,6 +11,7 @@ use crate::research::tree::{FollowUp, Origin};
 use crate::test_support::{ScriptedLlm as Script, WordsEmbedder as Words};
 
 const PARAGRAPH: &str = "You write one paragraph of a research report";
+const SUMMARY: &str = "You write the opening of a research report";
 const NEED: &str = "You tell one reader what research facts mean";
 const RETRY: &str = "Your last answer had these problems";
 
@@ -30,7 +31,7 @@ fn json_text(field: &str, text: &str) -> String {
 
 /// A model that copies the facts back as its prose, and names things plainly.
 fn faithful(prompt: &str) -> String {
-    if prompt.contains(PARAGRAPH) || prompt.contains(NEED) {
+    if prompt.contains(PARAGRAPH) || prompt.contains(NEED) || prompt.contains(SUMMARY) {
         json_text("text", &facts_of(prompt).join(" "))
     } else if prompt.contains("\"heading\"") {
         let first = facts_of(prompt).first().cloned().unwrap_or_default();
@@ -127,6 +128,11 @@ fn write_with(llm: &dyn Llm, f: &Fixture, needs: &[String]) -> (Report, Vec<Comp
 
 /// Every sentence and heading of a report, with what the quality evaluation checks.
 fn assert_clean(report: &Report) {
+    assert!(
+        !report.summary.text.trim().is_empty(),
+        "no opening answer:\n{}",
+        report.markdown
+    );
     for h in std::iter::once(&report.title).chain(report.sections.iter().map(|s| &s.heading)) {
         assert!(heading_debris(h).is_none(), "heading debris: {h}");
     }
@@ -144,17 +150,24 @@ fn assert_clean(report: &Report) {
             report.markdown
         );
     }
-    let content: Vec<&str> = sentences
-        .iter()
-        .map(String::as_str)
-        .filter(|s| is_content(s))
-        .collect();
-    let repeated: Vec<&str> = content
-        .iter()
-        .zip(near_duplicates(&content))
-        .filter(|(_, d)| *d)
-        .map(|(s, _)| *s)
-        .collect();
+    // The summary restates the body: its sentences are compared with one another, the body's
+    // with the body's (as `rudder eval quality` counts repetition).
+    let content = |ps: &[&Paragraph]| -> Vec<String> {
+        ps.iter()
+            .flat_map(|p| split_sentences(&p.text))
+            .filter(|s| is_content(s))
+            .collect()
+    };
+    let mut repeated: Vec<String> = Vec::new();
+    for part in [content(&paragraphs[..1]), content(&paragraphs[1..])] {
+        let refs: Vec<&str> = part.iter().map(String::as_str).collect();
+        repeated.extend(
+            refs.iter()
+                .zip(near_duplicates(&refs))
+                .filter(|(_, d)| *d)
+                .map(|(s, _)| s.to_string()),
+        );
+    }
     assert!(
         repeated.is_empty(),
         "repeated: {repeated:?}\n{}",
@@ -180,21 +193,39 @@ fn learnings_that_say_the_same_are_placed_once() {
         "{}",
         report.markdown
     );
-    // Every other learning is in the report once.
+    // Every other learning is in the body once, the paraphrase's citation with it.
+    let body: String = report
+        .sections
+        .iter()
+        .flat_map(|s| s.paragraphs.iter())
+        .map(|p| p.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
     for text in GREEN
         .iter()
         .chain(BLACK)
         .filter(|t| !t.starts_with("For two"))
     {
-        assert_eq!(
-            report.markdown.matches(text).count(),
-            1,
-            "{text}\n{}",
-            report.markdown
-        );
+        assert_eq!(body.matches(text).count(), 1, "{text}\n{}", report.markdown);
     }
-    // The summary opens with a learning of each direction; the sections hold the rest.
-    assert_eq!(report.summary.citations.len(), 2);
+    let first = &report.sections[0].paragraphs[0];
+    assert!(first.text.contains(GREEN[0]), "{}", report.markdown);
+    let paraphrase = report
+        .references
+        .iter()
+        .find(|r| r.key.contains("doc4"))
+        .expect("the merged paraphrase is cited");
+    assert!(
+        first.citations.contains(&paraphrase.number),
+        "{}",
+        report.markdown
+    );
+    // Six findings: the summary opens with the strongest of each direction, which the
+    // sections state too (the green one cites its merged paraphrase too).
+    assert_eq!(report.summary.citations.len(), 3);
+    for sentence in split_sentences(&report.summary.text) {
+        assert!(body.contains(&sentence), "{sentence}\n{}", report.markdown);
+    }
     assert_eq!(report.sections.len(), 2);
     assert_eq!(report.title, "Brewing tea at home");
     // Nothing was refused: one call per paragraph, heading and title.
@@ -307,4 +338,23 @@ fn needs_get_their_findings_or_one_plain_sentence() {
     );
     assert!(last.citations.is_empty());
     assert!(report.markdown.contains("## What this means for you"));
+}
+
+#[test]
+fn a_section_whose_findings_are_not_about_the_question_is_left_out() {
+    const FOOTBALL: &[&str] = &[
+        "Football matches are played by two sides of eleven players.",
+        "The World Cup final drew a record crowd in Qatar.",
+    ];
+    let f = fixture(&[
+        ("How is green tea brewed?", GREEN),
+        ("What else happened?", FOOTBALL),
+    ]);
+    let llm = Script::new(faithful);
+    let (report, _) = write_with(&llm, &f, &[]);
+    assert_clean(&report);
+    for text in FOOTBALL {
+        assert!(!report.markdown.contains(text), "{}", report.markdown);
+    }
+    assert!(report.markdown.contains(GREEN[0]), "{}", report.markdown);
 }

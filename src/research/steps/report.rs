@@ -12,7 +12,16 @@ impl Run<'_, '_> {
     /// persona checklist at the end.
     pub(in crate::research) fn write_report(&mut self) -> Result<(), ResearchError> {
         let tree = self.reported_tree();
-        let needs = report::needs_from(&self.s.profile, &self.s.persona.checklist);
+        // *What this means for you* speaks to a reader Rudder knows something about: a
+        // profile from their history, or what they said (the brief's persona, pause answers).
+        // A checklist inferred from the question alone says nothing about them.
+        let knows_the_reader =
+            !self.s.profile.trim().is_empty() || !self.s.persona.text.trim().is_empty();
+        let needs = if knows_the_reader {
+            report::needs_from(&self.s.profile, &self.s.persona.checklist)
+        } else {
+            Vec::new()
+        };
         let input = report::ReportInput {
             query: &self.s.query,
             persona: &self.s.persona,

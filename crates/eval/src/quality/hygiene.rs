@@ -8,13 +8,17 @@
 //!   at least [`MIN_CONTENT_WORDS`] words; headings and the title are checked for debris only;
 //! * *repetition*: the share of content sentences with a near-duplicate elsewhere in the same
 //!   report — content-word sets (stemmed, stop words dropped) with Jaccard similarity of at
-//!   least [`NEAR_DUPLICATE_JACCARD`];
+//!   least [`NEAR_DUPLICATE_JACCARD`]. The summary is an opening answer that restates the
+//!   body by design: its sentences are compared with one another, and the body's with the
+//!   body's;
 //! * *citation support*: the share of cited sentences (sentences of a paragraph that cites)
 //!   that at least one of the paragraph's cited passages supports. The writer cites per
 //!   paragraph, so each sentence is given the benefit of every passage its paragraph cites;
 //! * *uncited*: the share of content sentences in paragraphs that cite nothing;
 //! * *debris*: sentences and headings that hold JSON or code punctuation, markup, the prompt's
-//!   own scaffolding (`(from: …)`, `Learning 3:`), or stop mid-sentence;
+//!   own scaffolding (`(from: …)`, `Learning 3:`), or stop mid-sentence (at an abbreviation or
+//!   a word that cannot end one, too), and sentences with a word in another script than the
+//!   question's that none of the paragraph's cited passages has;
 //! * *words*: whitespace-separated words of the text the reader reads (title, headings,
 //!   paragraphs; not the reference list).
 
@@ -25,8 +29,8 @@ use serde::{Deserialize, Serialize};
 use crate::matchers::SupportMatcher;
 use crate::EvalError;
 pub use rudder::checks::text::{
-    heading_debris, is_content, near_duplicates, sentence_debris, split_sentences,
-    MIN_CONTENT_WORDS, NEAR_DUPLICATE_JACCARD,
+    dominant_script, foreign_script, heading_debris, is_content, near_duplicates, sentence_debris,
+    split_sentences, MIN_CONTENT_WORDS, NEAR_DUPLICATE_JACCARD,
 };
 use rudder::research::report::Report;
 use rudder::sources::Evidence;
@@ -42,8 +46,14 @@ pub struct CitedParagraph {
 /// A report reduced to what the checks read: headings and paragraphs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReportText {
+    /// The question: its script is the report's.
+    #[serde(default)]
+    pub query: String,
     pub headings: Vec<String>,
     pub paragraphs: Vec<CitedParagraph>,
+    /// Whether the first paragraph is the summary (compared for repetition only with itself).
+    #[serde(default)]
+    pub opens_with_summary: bool,
 }
 
 impl ReportText {
@@ -59,8 +69,10 @@ impl ReportText {
             passages: p.citations.iter().filter_map(passage).collect(),
         };
         let mut text = ReportText {
+            query: report.query.clone(),
             headings: vec![report.title.clone()],
             paragraphs: vec![paragraph(&report.summary)],
+            opens_with_summary: true,
         };
         for section in &report.sections {
             text.headings.push(section.heading.clone());
@@ -154,8 +166,17 @@ pub fn hygiene(text: &ReportText, support: &SupportMatcher) -> Result<Hygiene, E
         words: text.words(),
         ..Hygiene::default()
     };
+    let summary_len = match (text.opens_with_summary, text.paragraphs.first()) {
+        (true, Some(p)) => split_sentences(&p.text)
+            .iter()
+            .filter(|s| is_content(s))
+            .count(),
+        _ => 0,
+    };
     let plain: Vec<&str> = sentences.iter().map(|(s, _)| s.as_str()).collect();
-    h.repeated = near_duplicates(&plain).iter().filter(|&&d| d).count();
+    let (summary, body) = plain.split_at(summary_len.min(plain.len()));
+    h.repeated = near_duplicates(summary).iter().filter(|&&d| d).count()
+        + near_duplicates(body).iter().filter(|&&d| d).count();
     for (sentence, passages) in &sentences {
         if passages.is_empty() {
             h.uncited += 1;
@@ -179,9 +200,13 @@ pub fn hygiene(text: &ReportText, support: &SupportMatcher) -> Result<Hygiene, E
             });
         }
     }
+    let script = dominant_script(&text.query);
     for p in &text.paragraphs {
+        let passages: Vec<&str> = p.passages.iter().map(String::as_str).collect();
         for sentence in split_sentences(&p.text) {
-            if let Some(why) = sentence_debris(&sentence) {
+            if let Some(why) =
+                sentence_debris(&sentence).or_else(|| foreign_script(&sentence, script, &passages))
+            {
                 h.debris.push(Debris {
                     text: sentence,
                     why,

@@ -26,6 +26,8 @@
 //! Tokens and seconds are recorded per stage. A run that fails is recorded and left out of the
 //! means; the others go on.
 
+pub mod findings;
+pub mod grounded;
 pub mod hygiene;
 pub mod table;
 
@@ -38,6 +40,7 @@ use serde::{Deserialize, Serialize};
 use crate::matchers::{self, Calibration, NeedMatcher, NeedPair, SupportMatcher};
 use crate::retrieval::{self, ModeSummary, RetrievalCase, RetrievalReport};
 use crate::EvalError;
+use findings::{Consistency, FindingCoverage};
 use hygiene::{Hygiene, ReportText};
 use rudder::config::ResearchDefaults;
 use rudder::embed::Embedder;
@@ -104,6 +107,9 @@ pub struct QualityOptions {
     pub systems: Vec<ReportSystem>,
     /// Researchy questions for answer coverage (needs `eval_dir`).
     pub researchy_questions: usize,
+    /// Corpus-grounded questions for answer coverage (`data/grounded.jsonl`; their key points
+    /// are in the offline Wikipedia corpus, which the reports then need installed).
+    pub grounded_questions: usize,
     pub depth: u32,
     pub breadth: u32,
 }
@@ -116,6 +122,7 @@ impl Default for QualityOptions {
             report_questions: 2,
             systems: ReportSystem::ALL.to_vec(),
             researchy_questions: 1,
+            grounded_questions: 3,
             depth: 1,
             breadth: 1,
         }
@@ -208,24 +215,39 @@ pub struct ReportRecord {
     pub needs_addressed: Vec<String>,
     pub need_uptake: f64,
     pub hygiene: Hygiene,
+    #[serde(default)]
+    pub findings: FindingCoverage,
+    #[serde(default)]
+    pub consistency: Consistency,
     /// Per stage of the research loop (and `profile` for the history system).
     pub cost: BTreeMap<String, Cost>,
     pub seconds: f64,
     pub markdown: String,
 }
 
-/// Answer coverage on one Researchy question.
+/// Answer coverage on one Researchy or corpus-grounded question.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CoverageRecord {
     pub id: String,
+    /// `researchy` or `grounded` (the key points are in the offline corpus).
+    #[serde(default = "researchy")]
+    pub set: String,
     pub query: String,
     pub key_points: usize,
     pub covered: Vec<usize>,
     pub recall: f64,
     pub hygiene: Hygiene,
+    #[serde(default)]
+    pub findings: FindingCoverage,
+    #[serde(default)]
+    pub consistency: Consistency,
     pub cost: BTreeMap<String, Cost>,
     pub seconds: f64,
     pub markdown: String,
+}
+
+fn researchy() -> String {
+    "researchy".into()
 }
 
 /// A run that failed; the evaluation goes on without it.
@@ -244,6 +266,8 @@ pub struct Sample {
     pub profile: Vec<String>,
     pub report: Vec<String>,
     pub researchy: Vec<String>,
+    #[serde(default)]
+    pub grounded: Vec<String>,
 }
 
 /// Everything one run measured (`records.json`).
@@ -361,6 +385,7 @@ pub fn run_quality(
             profile: profile_sample.iter().map(|(_, q)| q.id.clone()).collect(),
             report: report_sample.iter().map(|(_, q)| q.id.clone()).collect(),
             researchy: Vec::new(),
+            grounded: Vec::new(),
         },
         calibration,
         retrieval: None,
@@ -503,39 +528,50 @@ pub fn run_quality(
         tracing::warn!(dir = %ctx.docs_dir.display(), "no document library: reports use history only");
     }
 
-    // 4. Answer coverage on Researchy questions.
+    // 4. Answer coverage on Researchy questions (key points the corpus may not hold) and on
+    // corpus-grounded ones (key points it does hold, so recall measures the writer).
+    // (set, id, query, key points)
+    let mut questions: Vec<(&str, String, String, Vec<String>)> = Vec::new();
     if let (Some(eval_dir), n) = (&ctx.eval_dir, options.researchy_questions) {
         if n > 0 {
             let source = crate::cases::EvalSource::load(eval_dir, "researchy-dev")?;
-            let mut questions = Vec::new();
             for q in &source.queries {
                 if questions.len() == n {
                     break;
                 }
                 let key_points = source.key_points(&q.id)?;
                 if !key_points.is_empty() {
-                    questions.push((q, key_points));
+                    questions.push(("researchy", q.id.clone(), q.query.clone(), key_points));
                 }
             }
-            let results = rudder::llm::map_concurrent(
-                ctx.llm.parallelism(),
-                &questions,
-                |_, (q, key_points)| {
-                    ctx.progress.note(&format!("answer coverage {}", q.id));
-                    coverage_run(ctx, options, &support, &q.id, &q.query, key_points)
-                },
-            );
-            for ((q, _), result) in questions.iter().zip(results) {
-                records.sample.researchy.push(q.id.clone());
-                match result {
-                    Ok(record) => records.coverage.push(record),
-                    Err(e) => records.failures.push(Failure {
-                        stage: "coverage".into(),
-                        item: q.id.clone(),
-                        error: e.to_string(),
-                    }),
-                }
-            }
+        }
+    }
+    for q in grounded::questions()?
+        .into_iter()
+        .take(options.grounded_questions)
+    {
+        questions.push(("grounded", q.id, q.query, q.key_points));
+    }
+    let results = rudder::llm::map_concurrent(
+        ctx.llm.parallelism(),
+        &questions,
+        |_, (set, id, query, key_points)| {
+            ctx.progress.note(&format!("answer coverage {id}"));
+            coverage_run(ctx, options, &support, set, id, query, key_points)
+        },
+    );
+    for ((set, id, _, _), result) in questions.iter().zip(results) {
+        match *set {
+            "grounded" => records.sample.grounded.push(id.clone()),
+            _ => records.sample.researchy.push(id.clone()),
+        }
+        match result {
+            Ok(record) => records.coverage.push(record),
+            Err(e) => records.failures.push(Failure {
+                stage: "coverage".into(),
+                item: id.clone(),
+                error: e.to_string(),
+            }),
         }
     }
     records.seconds = started.elapsed().as_secs_f64();
@@ -770,6 +806,7 @@ fn report_run(
         .map(|(s, _)| s)
         .collect();
     let addressed = needs_addressed(needs, &sentences, &question.needs)?;
+    let distinct = findings::distinct_findings(&outcome.learnings, ctx.embedder)?;
     Ok(ReportRecord {
         question: question.id.clone(),
         system,
@@ -777,18 +814,22 @@ fn report_run(
         need_uptake: share(addressed.len(), question.needs.len()),
         needs_addressed: addressed,
         hygiene: hygiene::hygiene(&text, support)?,
+        findings: findings::finding_coverage(&distinct, &text, support)?,
+        consistency: findings::consistency(&outcome.report, support, ctx.embedder)?,
         cost,
         seconds,
         markdown: outcome.report.markdown.clone(),
     })
 }
 
-/// A `no-history` report on a Researchy question, and the share of its key points some
-/// report paragraph supports.
+/// A `no-history` report on a Researchy or corpus-grounded question (`set`), and the share of
+/// its key points some report paragraph supports.
+#[allow(clippy::too_many_arguments)]
 fn coverage_run(
     ctx: &QualityContext,
     options: &QualityOptions,
     support: &SupportMatcher,
+    set: &str,
     id: &str,
     query: &str,
     key_points: &[String],
@@ -808,13 +849,17 @@ fn coverage_run(
             }
         }
     }
+    let distinct = findings::distinct_findings(&outcome.learnings, ctx.embedder)?;
     Ok(CoverageRecord {
         id: id.to_string(),
+        set: set.to_string(),
         query: query.to_string(),
         key_points: key_points.len(),
         recall: share(covered.len(), key_points.len()),
         covered,
         hygiene: hygiene::hygiene(&text, support)?,
+        findings: findings::finding_coverage(&distinct, &text, support)?,
+        consistency: findings::consistency(&outcome.report, support, ctx.embedder)?,
         cost,
         seconds,
         markdown: outcome.report.markdown.clone(),

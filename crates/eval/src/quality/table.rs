@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use super::findings::{Consistency, FindingCoverage};
 use super::{cost_by_stage, QualityRecords, ReportSystem};
 use crate::matchers::Calibration;
 
@@ -102,12 +103,73 @@ pub fn markdown(r: &QualityRecords) -> String {
          the loop; the history system's profile is counted under Cost, stage `profile`).\n",
     );
 
-    out.push_str("\n## Answer coverage (Researchy questions, Wikipedia corpus)\n\n");
+    out.push_str("\n## What the reports carry of the research\n\n");
+    out.push_str("| system | reports | distinct findings | finding coverage | summary in body | \"not covered\" needs | of them false | words |\n|---|---|---|---|---|---|---|---|\n");
+    let carried = ReportSystem::ALL
+        .iter()
+        .map(|&system| {
+            let rs: Vec<_> = r.reports.iter().filter(|x| x.system == system).collect();
+            let parts: Vec<(&FindingCoverage, &Consistency, usize)> = rs
+                .iter()
+                .map(|x| (&x.findings, &x.consistency, x.hygiene.words))
+                .collect();
+            (system.name().to_string(), parts)
+        })
+        .chain(["researchy", "grounded"].iter().map(|&set| {
+            let parts = r
+                .coverage
+                .iter()
+                .filter(|x| x.set == set)
+                .map(|x| (&x.findings, &x.consistency, x.hygiene.words))
+                .collect();
+            (format!("no-history ({set} questions)"), parts)
+        }));
+    for (name, parts) in carried {
+        if parts.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} | {} | {} | {} | {} | {} |",
+            parts.len(),
+            mean(parts.iter().map(|p| p.0.distinct as f64))
+                .map_or("–".into(), |n| format!("{n:.1}")),
+            fmt(mean(parts.iter().filter_map(|p| p.0.share()))),
+            fmt(mean(parts.iter().filter_map(|p| p.1.summary_share()))),
+            parts.iter().map(|p| p.1.not_covered).sum::<usize>(),
+            parts
+                .iter()
+                .map(|p| p.1.false_not_covered.len())
+                .sum::<usize>(),
+            mean(parts.iter().map(|p| p.2 as f64)).map_or("–".into(), |w| format!("{w:.0}")),
+        );
+    }
+    out.push_str(
+        "\n*finding coverage*: the share of the run's distinct findings some report paragraph \
+         states (support matcher); *summary in body*: the share of the summary's sentences a \
+         section paragraph supports; *false*: needs listed as not covered that a sentence of the \
+         report answers.\n",
+    );
+
+    out.push_str("\n## Answer coverage (Wikipedia corpus)\n\n");
     if r.coverage.is_empty() {
-        out.push_str("not run (no `--eval-dir`, or no question sampled)\n");
-    } else {
+        out.push_str("not run (no `--eval-dir` and no grounded question, or none sampled)\n");
+    }
+    for set in ["researchy", "grounded"] {
+        let c: Vec<_> = r.coverage.iter().filter(|x| x.set == set).collect();
+        if c.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "\n{}\n",
+            if set == "grounded" {
+                "Corpus-grounded questions (`data/grounded.jsonl`: the corpus states every key point):"
+            } else {
+                "Researchy questions (the corpus may not hold their key points):"
+            }
+        );
         out.push_str("| questions | key-point recall | repetition | citation support | uncited | debris per report | words |\n|---|---|---|---|---|---|---|\n");
-        let c = &r.coverage;
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} |",
@@ -137,12 +199,13 @@ pub fn markdown(r: &QualityRecords) -> String {
     let s = &r.sample;
     let _ = writeln!(
         out,
-        "\n## Sample\n\n- users: {}\n- retrieval: {} questions\n- profile: {}\n- report: {}\n- answer coverage: {}\n- total: {:.0} s",
+        "\n## Sample\n\n- users: {}\n- retrieval: {} questions\n- profile: {}\n- report: {}\n- answer coverage: {}\n- corpus-grounded answer coverage: {}\n- total: {:.0} s",
         s.users.join(", "),
         s.retrieval.len(),
         list(&s.profile),
         list(&s.report),
         list(&s.researchy),
+        list(&s.grounded),
         r.seconds
     );
     if !r.failures.is_empty() {
