@@ -121,6 +121,7 @@ mod tests {
             sections => "- S", pending => "- id 1 (priority 7): a", pending_count => 1,
             completed => "(none)", messages => "1. focus on cost", gaps => true,
             facts => "1. Nylon tents weigh 1.2 kg.", problems => "", need => "a light tent",
+            context => "1. Nylon tents weigh 1.2 kg. Polyester ones weigh more.",
         };
         for (name, _) in super::TEMPLATES {
             // The clarify_ templates are covered by `clarify::tests`; the node's retry is a

@@ -16,7 +16,8 @@ use serde_json::json;
 use super::persona::Persona;
 use super::tree::FollowUp;
 use super::ResearchError;
-use crate::checks::{self, text::finding_form, SupportMatcher};
+use crate::checks::text::{dominant_script, finding_form, foreign_script, Script};
+use crate::checks::{self, SupportMatcher};
 use crate::embed::Embedder;
 use crate::llm::{complete_schema, Completion, GenerationOptions, Llm, Message};
 use crate::sources::{CitationTarget, Evidence};
@@ -219,8 +220,12 @@ pub fn research(
     let mut completions = vec![completion];
     let matcher = SupportMatcher::new(embedder, checks::SUPPORT_THRESHOLD);
     let shown = shown_passages(evidence);
-    let (mut kept, rejected) =
-        check_learnings(&matcher, std::mem::take(&mut findings.learnings), &shown)?;
+    let (mut kept, rejected) = check_learnings(
+        &matcher,
+        std::mem::take(&mut findings.learnings),
+        &shown,
+        dominant_script(ctx.query),
+    )?;
     let mut refused = rejected.len();
     if !rejected.is_empty() && kept.len() < MAX_LEARNINGS {
         let retry = crate::prompts::render(
@@ -246,7 +251,8 @@ pub fn research(
         match second.into_pair() {
             Ok((draft, _)) => {
                 let again = findings_learnings(draft, evidence.len());
-                let (more, still) = check_learnings(&matcher, again, &shown)?;
+                let (more, still) =
+                    check_learnings(&matcher, again, &shown, dominant_script(ctx.query))?;
                 refused += still.len();
                 merge_learnings(&mut kept, more);
             }
@@ -300,11 +306,16 @@ fn check_learnings(
     matcher: &SupportMatcher<'_>,
     learnings: Vec<(String, Vec<usize>)>,
     shown: &[String],
+    script: Script,
 ) -> Result<(Vec<(String, Vec<usize>)>, Vec<(String, String)>), ResearchError> {
     let mut kept = Vec::new();
     let mut rejected = Vec::new();
+    let passages: Vec<&str> = shown.iter().map(String::as_str).collect();
     for (text, idx) in learnings {
-        if let Some(why) = finding_form(&text) {
+        // A word of another script than the question's ("… and human主义") is a slip of the
+        // model's, unless a passage has it.
+        if let Some(why) = finding_form(&text).or_else(|| foreign_script(&text, script, &passages))
+        {
             rejected.push((text, why));
             continue;
         }

@@ -254,7 +254,7 @@ pub fn write(
             work: Work::Heading {
                 prompt: Prompt::new("report_heading", query, "", facts(&lead)),
                 field: "heading",
-                fallback: &planned.question,
+                fallback: &planned.topic,
                 title: false,
             },
         });

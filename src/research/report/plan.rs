@@ -12,7 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::needs::need_label;
 use super::ReportInput;
-use crate::checks::text::{content_words, jaccard, sentence_debris, NEAR_DUPLICATE_JACCARD};
+use crate::checks::text::{
+    content_words, dominant_script, foreign_script, jaccard, sentence_debris,
+    NEAR_DUPLICATE_JACCARD,
+};
 use crate::embed::{cosine, EmbedError, Embedder};
 use crate::research::tree::one_line;
 
@@ -53,8 +56,10 @@ pub const NEED_MATCH_COSINE: f32 = 0.6;
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct PlannedSection {
     pub direction: Option<usize>,
-    /// The question of the node the section covers (the fallback heading).
+    /// The question of the node the section covers.
     pub question: String,
+    /// The heading when the model's fail: the question's topic ([`topic_of`]).
+    pub topic: String,
     /// Learning ids, paragraph by paragraph.
     pub paragraphs: Vec<Vec<usize>>,
 }
@@ -152,6 +157,7 @@ pub(super) fn plan(input: &ReportInput<'_>, embedder: &dyn Embedder) -> Result<P
     // Dropped: learnings that are debris even tidied. Merged: those that say what an earlier
     // one said, whose citations the earlier one takes.
     let mut unplaced: Vec<(usize, String)> = Vec::new();
+    let script = dominant_script(input.query);
     let mut kept: Vec<usize> = Vec::new();
     let mut kept_words: Vec<BTreeSet<String>> = Vec::new();
     let mut merged: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
@@ -160,7 +166,15 @@ pub(super) fn plan(input: &ReportInput<'_>, embedder: &dyn Embedder) -> Result<P
             unplaced.push((l, "empty".into()));
             continue;
         }
-        if let Some(why) = sentence_debris(&tidy[i]) {
+        let passages: Vec<&str> = input.learnings[l]
+            .sources
+            .iter()
+            .filter_map(|k| input.evidence.get(k))
+            .map(|e| e.text.as_str())
+            .collect();
+        if let Some(why) =
+            sentence_debris(&tidy[i]).or_else(|| foreign_script(&tidy[i], script, &passages))
+        {
             unplaced.push((l, format!("debris: {why}")));
             continue;
         }
@@ -272,6 +286,7 @@ pub(super) fn plan(input: &ReportInput<'_>, embedder: &dyn Embedder) -> Result<P
         .filter_map(|(direction, question, learnings)| {
             (!learnings.is_empty()).then(|| PlannedSection {
                 direction,
+                topic: topic_of(&question, direction.is_none()),
                 question,
                 paragraphs: paragraphs(&learnings),
             })
@@ -288,6 +303,43 @@ pub(super) fn plan(input: &ReportInput<'_>, embedder: &dyn Embedder) -> Result<P
         merged,
         unplaced,
     })
+}
+
+/// Openers of a "what" question that leave its topic when dropped ("What were some of the key
+/// figures …" → "key figures …"), longest first.
+const TOPIC_OPENERS: &[&str] = &[
+    "what were some of the ",
+    "what are some of the ",
+    "what were some ",
+    "what are some ",
+    "what were the ",
+    "what are the ",
+    "what was the ",
+    "what is the ",
+    "which were the ",
+    "which are the ",
+    "who were the ",
+    "who are the ",
+];
+
+/// A section's fallback heading: "Overview" for the root's own findings (its question is the
+/// report's), the topic of a "what" question, or else the question tidied.
+pub(super) fn topic_of(question: &str, root: bool) -> String {
+    if root {
+        return "Overview".into();
+    }
+    let flat = one_line(question, 400);
+    let lower = flat.to_lowercase();
+    let rest = TOPIC_OPENERS
+        .iter()
+        .find(|o| lower.starts_with(*o))
+        .map_or(flat.as_str(), |o| &flat[o.len()..]);
+    let rest = rest.trim().trim_end_matches(['?', '.', '!']).trim();
+    let mut chars = rest.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().collect::<String>() + chars.as_str(),
+        None => flat,
+    }
 }
 
 /// Learnings in groups of at most [`PARAGRAPH_LEARNINGS`], as even as possible (7 → 3, 2, 2),
@@ -326,6 +378,25 @@ mod tests {
         assert_eq!(sizes(4), vec![2, 2]);
         assert_eq!(sizes(7), vec![3, 2, 2]);
         assert_eq!(sizes(9), vec![3, 3, 3]);
+    }
+
+    #[test]
+    fn fallback_headings_name_a_topic_not_the_question() {
+        assert_eq!(
+            topic_of(
+                "What were some of the key figures associated with the printing press?",
+                false
+            ),
+            "Key figures associated with the printing press"
+        );
+        assert_eq!(
+            topic_of("How did the press change Europe?", true),
+            "Overview"
+        );
+        assert_eq!(
+            topic_of("How did the press change trade?", false),
+            "How did the press change trade"
+        );
     }
 
     #[test]

@@ -139,6 +139,20 @@ pub(super) fn numbered_excerpts(facts: &[Fact]) -> String {
         .join("\n")
 }
 
+/// A sentence whose content words are nearly all in a longer one (or the other way round)
+/// repeats it, however much the longer one adds: "The Gutenberg Bible marked the start of the
+/// age of printed books" after "The Gutenberg Bible, the earliest major printed book, marked
+/// the start of the age of printed books".
+const CONTAINED_SHARE: f64 = 0.8;
+/// Fewer content words than this say too little to call a repeat by containment.
+const CONTAINED_MIN_WORDS: usize = 5;
+
+fn contained(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
+    let smaller = a.len().min(b.len());
+    smaller >= CONTAINED_MIN_WORDS
+        && a.intersection(b).count() as f64 / smaller as f64 >= CONTAINED_SHARE
+}
+
 /// Facts as the numbered list a prompt shows.
 pub(super) fn numbered(facts: &[Fact]) -> String {
     facts
@@ -222,7 +236,7 @@ impl<'a> Writer<'a> {
         self.said
             .iter()
             .chain(&kept_words)
-            .any(|w| jaccard(w, &words) >= NEAR_DUPLICATE_JACCARD)
+            .any(|w| jaccard(w, &words) >= NEAR_DUPLICATE_JACCARD || contained(w, &words))
     }
 
     /// The model's sentences for `facts` from the prompt `render` makes (given the problems of
