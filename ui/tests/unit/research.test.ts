@@ -173,7 +173,8 @@ describe('research reducer', () => {
     // Words and tokens follow the prompts and templates: read from the log, not pinned.
     const written = last('report_written');
     const finished = last('finished');
-    expect(st.report).toEqual({ title: 'What we learned about tea', words: written.words, citations: 5, stale: false });
+    expect(st.report).toEqual({ title: 'What we learned about tea', words: written.words, citations: written.citations, stale: false });
+    expect(written.citations).toBeGreaterThan(0);
     expect(st.finished).toBe(true);
     expect(st.usage.calls).toBe(finished.usage.calls);
     expect(finished.usage.calls).toBeGreaterThan(8);
