@@ -35,6 +35,9 @@ const MAX_HEADING_WORDS: usize = 8;
 const MAX_TITLE_WORDS: usize = 12;
 /// A fact counts as said by a paragraph when this share of its content words is in it.
 const FACT_COVERED: f64 = 0.6;
+/// A supported sentence states a fact (in other words) when it has at least this share of the
+/// fact's content words; with fewer it is another detail of the same passage.
+const FACT_ABOUT: f64 = 0.3;
 
 /// A learning as the writer sees it: its sentence and the passages it cites.
 #[derive(Debug, Clone)]
@@ -314,10 +317,16 @@ impl<'a> Writer<'a> {
             .collect();
         // A kept sentence cites the facts whose passages support it (it passed that check
         // against the paragraph's passages), even when it paraphrases too freely for the
-        // word count below to see the fact in it.
+        // word count below to see the fact in it — if it is about the fact at all: a detail
+        // from the same passage does not state the fact.
         let mut stated = Vec::new();
         for (i, fact) in facts.iter().enumerate() {
+            let words = content_words(&fact.text);
             'sentences: for s in &best {
+                let shared = content_words(s).intersection(&words).count();
+                if (shared as f64) < FACT_ABOUT * words.len() as f64 {
+                    continue;
+                }
                 for p in &fact.passages {
                     if self.support.supports(s, p)? {
                         stated.push(i);

@@ -358,3 +358,20 @@ fn a_section_whose_findings_are_not_about_the_question_is_left_out() {
     }
     assert!(report.markdown.contains(GREEN[0]), "{}", report.markdown);
 }
+
+#[test]
+fn a_detail_of_the_passage_does_not_stand_in_for_the_fact() {
+    let f = fixture(&[("How is green tea brewed?", GREEN)]);
+    // Prose that the passages support but that states none of the facts.
+    let llm = Script::new(|prompt| {
+        if prompt.contains(PARAGRAPH) {
+            json_text("text", "This passage is about tea.")
+        } else {
+            faithful(prompt)
+        }
+    });
+    let (report, _) = write_with(&llm, &f, &[]);
+    for text in GREEN {
+        assert!(report.markdown.contains(text), "{text}\n{}", report.markdown);
+    }
+}
