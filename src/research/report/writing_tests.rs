@@ -372,6 +372,10 @@ fn a_detail_of_the_passage_does_not_stand_in_for_the_fact() {
     });
     let (report, _) = write_with(&llm, &f, &[]);
     for text in GREEN {
-        assert!(report.markdown.contains(text), "{text}\n{}", report.markdown);
+        assert!(
+            report.markdown.contains(text),
+            "{text}\n{}",
+            report.markdown
+        );
     }
 }
