@@ -200,27 +200,39 @@ pub(super) fn plan(input: &ReportInput<'_>, embedder: &dyn Embedder) -> Result<P
     // Off-topic sections: findings none of which is about the question (a wild card that
     // found only background, a passage on something else) are left out.
     if !query_vector.is_empty() {
-        for s in &mut sections {
-            if s.2.is_empty() {
-                continue;
-            }
-            let relevance =
+        let relevance: Vec<f32> = sections
+            .iter()
+            .map(|s| {
                 s.2.iter()
                     .map(|&l| cosine(vector(l), &query_vector))
-                    .fold(f32::MIN, f32::max);
-            tracing::debug!("report: section {:?} relevance {relevance:.2}", s.1);
-            if relevance < OFF_TOPIC_SECTION {
-                for &l in &s.2 {
-                    unplaced.push((
-                        l,
-                        format!(
-                            "its section ({}) is not about the question (relevance {relevance:.2})",
-                            one_line(&s.1, 80)
-                        ),
-                    ));
-                }
-                s.2.clear();
+                    .fold(f32::MIN, f32::max)
+            })
+            .collect();
+        // When nothing reaches the cut, the closest section stays: a weak answer with its
+        // sources beats a report that says nothing was found.
+        let best = relevance
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !sections[*i].2.is_empty())
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(i, _)| i);
+        let any_on_topic = relevance.iter().any(|&r| r >= OFF_TOPIC_SECTION);
+        for (index, s) in sections.iter_mut().enumerate() {
+            let r = relevance[index];
+            tracing::debug!("report: section {:?} relevance {r:.2}", s.1);
+            if s.2.is_empty() || r >= OFF_TOPIC_SECTION || (!any_on_topic && best == Some(index)) {
+                continue;
             }
+            for &l in &s.2 {
+                unplaced.push((
+                    l,
+                    format!(
+                        "its section ({}) is not about the question (relevance {r:.2})",
+                        one_line(&s.1, 80)
+                    ),
+                ));
+            }
+            s.2.clear();
         }
     }
 

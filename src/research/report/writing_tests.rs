@@ -379,3 +379,16 @@ fn a_detail_of_the_passage_does_not_stand_in_for_the_fact() {
         );
     }
 }
+
+#[test]
+fn when_no_section_is_about_the_question_the_closest_one_stays() {
+    const FOOTBALL: &[&str] = &[
+        "Football matches are played by two sides of eleven players.",
+        "The World Cup final drew a record crowd in Qatar.",
+    ];
+    let f = fixture(&[("What else happened?", FOOTBALL)]);
+    let llm = Script::new(faithful);
+    let (report, _) = write_with(&llm, &f, &[]);
+    assert!(!report.references.is_empty(), "{}", report.markdown);
+    assert_ne!(report.summary.text, NO_EVIDENCE, "{}", report.markdown);
+}
