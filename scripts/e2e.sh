@@ -3,7 +3,8 @@
 #
 # Builds the frontend and the app (with `custom-protocol`, so ui/dist is embedded), makes sure
 # tauri-driver is installed, then runs the tests in src-tauri/tests/ under a virtual X server:
-# e2e_window.rs (a fresh data directory: the engine status, the CSP) and e2e_flow.rs (import,
+# e2e_window.rs (a fresh data directory: the engine status, the CSP; a first run under strace:
+# the data folder under the home folder, nothing written elsewhere) and e2e_flow.rs (import,
 # history, a depth-1 research with the small model: clarify, pause, steer, report). Each test
 # starts tauri-driver itself and stops it (and the app) when done.
 # Screenshots: test-artifacts/e2e-*.png. Safe to re-run.

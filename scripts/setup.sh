@@ -31,6 +31,8 @@ packages=(
   chromium
   # the privacy tests: every system call that could reach the network or write a file
   strace
+  # the package test: a clean Debian 12 root to install the .deb into (scripts/package-test.sh)
+  mmdebstrap
 )
 
 install_missing "${packages[@]}"

