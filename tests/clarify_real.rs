@@ -326,19 +326,19 @@ fn two_turns_and_a_summary_with_the_real_models() {
 
 /// The same with the model meant for real use (Qwen2.5 1.5B), to judge the prompts' quality:
 /// slow on a CPU, and its model is not among the test models, so it runs only on request
-/// (`cargo test --test clarify_real -- --ignored`) and is skipped when the model is missing.
+/// (`cargo test --test clarify_real -- --ignored`); asked for without its model, it fails and
+/// says how to fetch it rather than passing as "skipped".
 #[test]
 #[ignore = "slow; needs qwen2.5-coder-1.5b-instruct in the test models"]
 fn two_turns_and_a_summary_with_qwen() {
     const MODEL: &str = "qwen2.5-coder-1.5b-instruct";
     let store = common::store();
-    if store.quick_state(MODEL) != rudder::models::ModelState::Present {
-        eprintln!(
-            "skipped: {MODEL} is not in {}",
-            common::models_dir().display()
-        );
-        return;
-    }
+    assert_eq!(
+        store.quick_state(MODEL),
+        rudder::models::ModelState::Present,
+        "{MODEL} is not in {dir}: fetch it with `RUDDER_MODELS_DIR={dir} rudder models fetch {MODEL}`",
+        dir = common::models_dir().display()
+    );
     let settings = rudder::config::LlamaSettings {
         context_size: 4096,
         threads: None,

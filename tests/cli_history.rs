@@ -257,3 +257,50 @@ fn profile_show_say_unsay_and_exclude_a_source() {
     assert_eq!(view["sources"], serde_json::json!([]));
     assert_eq!(view["has_history"], false);
 }
+
+/// Two imports started together on a data directory that does not exist yet (the window and the
+/// CLI often start together): each either imports or is refused with the reason, and neither
+/// trips over the other's first-run setup ("table … already exists", "index already exists").
+#[test]
+fn two_first_imports_at_once_do_not_trip_over_the_setup() {
+    let tmp = tempfile::tempdir().unwrap();
+    let export = write_export(tmp.path());
+    for round in 0..3 {
+        let data = tmp.path().join(format!("data-{round}"));
+        let start = |data: &Path| {
+            Command::new(env!("CARGO_BIN_EXE_rudder"))
+                .args(["import", "--no-embed", export.to_str().unwrap()])
+                .env("RUDDER_DATA_DIR", data)
+                .env("RUDDER_MODELS_DIR", common::models_dir())
+                .env_remove("RUDDER_LOG")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("run rudder")
+        };
+        let (first, second) = (start(&data), start(&data));
+        let outs = [
+            first.wait_with_output().unwrap(),
+            second.wait_with_output().unwrap(),
+        ];
+        let mut imported = 0;
+        for out in &outs {
+            let err = text(&out.stderr);
+            if out.status.success() {
+                imported += 1;
+            } else {
+                assert!(
+                    err.contains("another Rudder process is writing"),
+                    "round {round}: a failure other than the clean refusal: {err}"
+                );
+            }
+            assert!(!err.contains("already exists"), "round {round}: {err}");
+        }
+        assert!(imported >= 1, "round {round}: neither import went in");
+        let stats = rudder(&data, &["--json", "history", "stats"]);
+        assert!(stats.status.success(), "{}", text(&stats.stderr));
+        let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+        assert_eq!(stats["sessions"], 2, "round {round}: {stats}");
+    }
+}

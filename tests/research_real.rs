@@ -250,7 +250,7 @@ fn a_run_that_never_asks_still_logs_its_decisions() {
         events: &mut events,
         journal: &mut rudder::research::MemoryJournal::new(),
         settings: ResearchSettings {
-            depth: 0,
+            depth: 1,
             breadth: 1,
             ..ResearchSettings::default()
         },
@@ -261,14 +261,69 @@ fn a_run_that_never_asks_still_logs_its_decisions() {
         ..Brief::default()
     })
     .unwrap();
-    // Depth 0: the root alone, researched and reported.
-    assert_eq!(outcome.tree.nodes.len(), 1);
-    assert_eq!(outcome.pauses, 0);
+    use rudder::research::Event;
+    let logged: Vec<&Event> = events.0.iter().map(|e| &e.event).collect();
+    let names: Vec<String> = logged
+        .iter()
+        .map(|e| {
+            format!("{e:?}")
+                .split([' ', '{', '('])
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
     assert!(
-        outcome.report.markdown.contains("caffeine")
-            || outcome.report.markdown.contains("Caffeine"),
+        matches!(logged.first(), Some(Event::Started { .. })),
+        "{names:?}"
+    );
+    assert!(
+        matches!(logged.last(), Some(Event::Finished { .. })),
+        "{names:?}"
+    );
+    assert!(
+        logged
+            .iter()
+            .any(|e| matches!(e, Event::ReportWritten { .. })),
+        "{names:?}"
+    );
+    // Every node of the tree was researched, and the log says so.
+    let researched = logged
+        .iter()
+        .filter(|e| matches!(e, Event::NodeResearched { .. }))
+        .count();
+    assert_eq!(researched, outcome.tree.nodes.len(), "{names:?}");
+    // Each node above the last level is a frontier: what it chose to follow is logged, even
+    // when that is nothing.
+    let inner = outcome.tree.nodes.iter().filter(|n| n.depth < 1).count();
+    let chosen = logged
+        .iter()
+        .filter(|e| matches!(e, Event::CandidatesSelected { .. }))
+        .count();
+    assert_eq!(chosen, inner, "{names:?}");
+    // Wherever it kept directions it weighed asking: the decision is logged, and with NeverAsk
+    // it never asked.
+    let frontiers = logged
+        .iter()
+        .filter(|e| matches!(e, Event::CandidatesSelected { selected, .. } if !selected.is_empty()))
+        .count();
+    let decisions: Vec<bool> = logged
+        .iter()
+        .filter_map(|e| match e {
+            Event::PauseDecided { asked, .. } => Some(*asked),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(decisions.len(), frontiers, "{names:?}");
+    assert!(decisions.iter().all(|asked| !asked), "{decisions:?}");
+    assert!(!logged.iter().any(|e| matches!(e, Event::Question { .. })));
+    assert_eq!(outcome.pauses, 0);
+    // The report says something the sources say, citing them, not just the question back.
+    let report = &outcome.report;
+    assert!(
+        !report.references.is_empty() && report.cited_numbers().contains(&1),
         "{}",
-        outcome.report.markdown
+        report.markdown
     );
 }
 

@@ -23,6 +23,16 @@ pub enum StoreError {
     },
     #[error("history database {path}: {message}")]
     Corrupt { path: PathBuf, message: String },
+    /// SQLite says the file is damaged or is not a database. Rudder cannot repair it, but the
+    /// exports it was imported from are the source, so nothing is lost by importing them again.
+    #[error(
+        "history database {path} is damaged ({error}): move it aside or delete it, then \
+         import your history exports again (they are the source; nothing else is lost)"
+    )]
+    Damaged {
+        path: PathBuf,
+        error: rusqlite::Error,
+    },
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -1010,9 +1020,15 @@ fn selector_sql(selector: &ForgetSelector) -> (String, Vec<rusqlite::types::Valu
 }
 
 fn sqlite(path: &Path, source: rusqlite::Error) -> StoreError {
-    StoreError::Sqlite {
-        path: path.to_path_buf(),
-        source,
+    let path = path.to_path_buf();
+    match source.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase) => {
+            StoreError::Damaged {
+                path,
+                error: source,
+            }
+        }
+        _ => StoreError::Sqlite { path, source },
     }
 }
 
@@ -1206,5 +1222,29 @@ mod tests {
         drop(conn);
         let err = Store::open(&path).err().unwrap().to_string();
         assert!(err.contains("newer"), "{err}");
+    }
+
+    /// A damaged file is not a riddle: the error names it and says what the user can do.
+    #[test]
+    fn a_damaged_database_says_how_to_recover() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.sqlite");
+        std::fs::write(
+            &path,
+            "not a database, only text that took its place\n".repeat(200),
+        )
+        .unwrap();
+        let err = Store::open(&path)
+            .err()
+            .expect("a damaged file does not open");
+        assert!(matches!(err, StoreError::Damaged { .. }), "{err:?}");
+        let message = err.to_string();
+        assert!(message.contains(&path.display().to_string()), "{message}");
+        assert!(
+            message.contains("import your history exports again"),
+            "{message}"
+        );
+        // One statement of the cause, no chain that repeats it.
+        assert!(std::error::Error::source(&err).is_none());
     }
 }

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
 /// How long a connection waits for another process's write lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -57,7 +57,7 @@ impl Database {
 
     fn configure(&self, conn: &Connection) -> Result<(), OpenError> {
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        let mode = enable_wal(conn)?;
         if !mode.eq_ignore_ascii_case("wal") {
             tracing::warn!(mode, "{} is not in WAL mode", self.label);
         }
@@ -72,19 +72,60 @@ impl Database {
     }
 
     fn migrate(&self, conn: &mut Connection) -> Result<(), OpenError> {
-        let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         let known = self.migrations.len() as i64;
+        let version = |c: &Connection| -> rusqlite::Result<i64> {
+            c.query_row("PRAGMA user_version", [], |r| r.get(0))
+        };
+        let found = version(conn)?;
+        if found == known {
+            return Ok(());
+        }
         if found > known {
             return Err(OpenError::NewerSchema { found, known });
         }
-        for (i, sql) in self.migrations.iter().enumerate().skip(found as usize) {
-            let tx = conn.transaction()?;
+        // Each migration under the write lock, with the version read again inside it: a second
+        // process opening a new data directory at the same moment (the window and an import)
+        // waits here and then finds the work done, instead of running it twice.
+        loop {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let found = version(&tx)?;
+            if found > known {
+                return Err(OpenError::NewerSchema { found, known });
+            }
+            let Some(sql) = self.migrations.get(found as usize) else {
+                return Ok(());
+            };
             tx.execute_batch(sql)?;
-            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+            tx.pragma_update(None, "user_version", found + 1)?;
             tx.commit()?;
-            tracing::info!(version = i + 1, "{} migrated", self.label);
+            tracing::info!(version = found + 1, "{} migrated", self.label);
         }
-        Ok(())
+    }
+}
+
+/// Switches the file to WAL unless an earlier opener already did, and returns the journal mode.
+/// The switch needs an exclusive lock, which SQLite refuses with `SQLITE_BUSY` at once rather
+/// than through the busy handler, so when several processes open a new file together the
+/// others wait here.
+fn enable_wal(conn: &Connection) -> rusqlite::Result<String> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+        if mode.eq_ignore_ascii_case("wal") {
+            return Ok(mode);
+        }
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+            Ok(mode) => return Ok(mode),
+            Err(e)
+                if matches!(
+                    e.sqlite_error_code(),
+                    Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+                ) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -155,5 +196,36 @@ mod tests {
             "{err}"
         );
         assert!(err.to_string().contains("newer"));
+    }
+
+    /// Two processes that open a new data directory together (the window and an import, say)
+    /// both find version 0; the second must wait for the first's migration, not run it again
+    /// ("table already exists").
+    #[test]
+    fn openers_of_a_new_database_migrate_it_once() {
+        const OPENERS: usize = 3;
+        for round in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(format!("new-{round}.sqlite"));
+            let start = std::sync::Arc::new(std::sync::Barrier::new(OPENERS));
+            let openers: Vec<_> = (0..OPENERS)
+                .map(|_| {
+                    let (path, start) = (path.clone(), start.clone());
+                    std::thread::spawn(move || {
+                        start.wait();
+                        DB.open(&path).map(|_| ()).map_err(|e| e.to_string())
+                    })
+                })
+                .collect();
+            for opener in openers {
+                let opened = opener.join().unwrap();
+                assert!(opened.is_ok(), "round {round}: {opened:?}");
+            }
+            let conn = Connection::open(&path).unwrap();
+            let version: i64 = conn
+                .query_row("PRAGMA user_version", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(version, 2, "round {round}");
+        }
     }
 }

@@ -116,7 +116,15 @@ impl<L: Layout> TextIndex<L> {
         };
         std::fs::create_dir_all(dir).map_err(|e| err(&e))?;
         let (schema, common, layout) = schema::<L>();
-        let create = || Index::create_in_dir(dir, schema.clone()).map_err(|e| err(&e));
+        let create = || {
+            match Index::create_in_dir(dir, schema.clone()) {
+                // Another process made it between the look for meta.json and here (the window
+                // and an import starting together on a new data directory): use theirs.
+                Err(tantivy::TantivyError::IndexAlreadyExists) => Index::open_in_dir(dir),
+                created => created,
+            }
+            .map_err(|e| err(&e))
+        };
         let mut recreated = false;
         let index = if dir.join("meta.json").is_file() {
             let index = Index::open_in_dir(dir).map_err(|e| err(&e))?;
