@@ -24,6 +24,15 @@ if [[ -z "${VULKAN_SDK:-}" && -f target/vulkan-sdk/include/vulkan/vulkan.hpp ]];
   export VULKAN_SDK="$PWD/target/vulkan-sdk"
 fi
 gpu_feature="$(scripts/gpu-backend.sh)"
+if [[ "$gpu_feature" == cuda ]]; then
+  # The system's nvcc when there is one, else the toolkit setup.sh fetched from PyPI; the GPU code
+  # is built for this machine's GPU only (RUDDER_CUDA_ARCHS overrides: scripts/cuda-env.sh).
+  cuda_dir="${RUDDER_CUDA_TOOLKIT:-target/cuda-toolkit}"
+  if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]] || [[ ! -x "$cuda_dir/bin/nvcc" ]]; then
+    cuda_dir=""
+  fi
+  . scripts/cuda-env.sh ${cuda_dir:+"$cuda_dir"}
+fi
 cargo build --release --bin rudder ${gpu_feature:+--features "$gpu_feature"}
 target/release/rudder models fetch
 target/release/rudder corpus fetch wikipedia-vital-en

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the system packages Rudder needs to build and test on Debian 12 (idempotent).
 #   scripts/setup.sh          build + test dependencies
-#   scripts/setup.sh --gpu    also what a GPU build of llama.cpp needs on this machine: the
-#                             Vulkan tools to detect a GPU when the machine has a render node
-#                             (or RUDDER_GPU=vulkan), and its headers and shader compiler
+#   scripts/setup.sh --gpu    also what a GPU build of llama.cpp needs on this machine: with an
+#                             NVIDIA GPU and no nvcc, a CUDA 13 toolkit from PyPI in
+#                             target/cuda-toolkit (scripts/cuda-toolkit.sh); the Vulkan tools to
+#                             detect a GPU when the machine has a render node (or
+#                             RUDDER_GPU=vulkan), and its headers and shader compiler
 set -euo pipefail
 
 install_missing() {
@@ -45,7 +47,23 @@ if [[ "${1:-}" == --gpu && "$(uname -s)" == Linux ]]; then
   # build needs the shader compiler and SPIR-V headers from Debian 12, and Vulkan headers newer
   # than Debian 12's (scripts/vulkan-headers.sh puts Debian 13's in target/vulkan-sdk, which
   # scripts/run.sh passes as VULKAN_SDK). NVIDIA's CUDA toolkit is not in Debian's main
-  # archive: with nvidia-smi and nvcc present, the CUDA build needs nothing from here.
+  # archive: with nvidia-smi and nvcc present, the CUDA build needs nothing from here; with
+  # nvidia-smi and no nvcc, scripts/cuda-toolkit.sh fetches CUDA 13 from PyPI (about 525 MB)
+  # when the driver (>= 580) and every GPU (compute capability >= 7.5) can run it.
+  cuda_dir="${RUDDER_CUDA_TOOLKIT:-$(dirname "$0")/../target/cuda-toolkit}"
+  if [[ "${RUDDER_GPU:-auto}" =~ ^(auto|cuda)?$ ]] && nvidia-smi -L >/dev/null 2>&1 &&
+    ! command -v nvcc >/dev/null && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
+    driver="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ' || true)"
+    # the lowest compute capability of the GPUs (drivers older than 510 cannot tell it)
+    cc="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d ' ' | sort -n | head -1 || true)"
+    if [[ "$driver" =~ ^([0-9]+)\. && ${BASH_REMATCH[1]} -ge 580 && "$cc" =~ ^([0-9]+)\.([0-9])$ ]] &&
+      ((BASH_REMATCH[1] * 10 + BASH_REMATCH[2] >= 75)); then
+      echo "cuda: NVIDIA GPU (driver $driver, compute $cc) and no nvcc: the CUDA 13 toolkit from PyPI"
+      "$(dirname "$0")/cuda-toolkit.sh" "$cuda_dir"
+    else
+      echo "cuda: NVIDIA GPU but no nvcc, and CUDA 13 from PyPI needs driver >= 580 and compute capability >= 7.5 (this machine: driver $driver, compute ${cc:-unknown}); install the CUDA toolkit or a newer driver for a CUDA build (scripts/gpu-backend.sh falls back to Vulkan or the CPU)"
+    fi
+  fi
   if compgen -G '/dev/dri/renderD*' >/dev/null || [[ "${RUDDER_GPU:-}" == vulkan ]]; then
     install_missing vulkan-tools libvulkan1 mesa-vulkan-drivers glslc spirv-headers curl
     "$(dirname "$0")/vulkan-headers.sh" "$(dirname "$0")/../target/vulkan-sdk"

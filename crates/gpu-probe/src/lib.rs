@@ -1,8 +1,10 @@
 //! Which llama.cpp GPU backend to build Rudder with on this machine, and why.
 //!
 //! The facts are gathered by running the vendors' own tools (`nvidia-smi`, `nvcc`,
-//! `vulkaninfo --summary`) and reading the Vulkan headers' version; the choice is a pure
-//! function of those facts, tested on recorded outputs of machines the suite does not run on.
+//! `vulkaninfo --summary`), the nvcc of a CUDA toolkit fetched from PyPI
+//! (`scripts/cuda-toolkit.sh`, into `target/cuda-toolkit`) and reading the Vulkan headers'
+//! version; the choice is a pure function of those facts, tested on recorded outputs of
+//! machines the suite does not run on.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -11,6 +13,15 @@ use std::process::Command;
 /// The Vulkan headers llama.cpp's Vulkan backend needs: it uses `VK_EXT_layer_settings`
 /// (added in 1.3.261) without a guard.
 pub const VULKAN_HEADERS_NEEDED: (u32, u32, u32) = (1, 3, 261);
+
+/// The CUDA toolkit `scripts/cuda-toolkit.sh` fetches from PyPI is CUDA 13 (PyPI's CUDA 12 nvcc
+/// wheels hold no compiler): it needs an NVIDIA driver of this branch or newer...
+pub const PYPI_CUDA_DRIVER_NEEDED: u32 = 580;
+/// ...and a GPU of this compute capability or newer (Turing): CUDA 13 builds nothing older.
+pub const PYPI_CUDA_COMPUTE_NEEDED: (u32, u32) = (7, 5);
+/// Where `scripts/setup.sh --gpu` puts that toolkit, from the repository root
+/// (`RUDDER_CUDA_TOOLKIT` overrides it).
+pub const PYPI_CUDA_DIR: &str = "target/cuda-toolkit";
 
 /// A llama.cpp backend Rudder can be built with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,10 +70,14 @@ impl fmt::Display for Backend {
 pub struct Probe {
     /// `std::env::consts::OS`.
     pub os: String,
-    /// `nvidia-smi --query-gpu=name,memory.total --format=csv,noheader`.
+    /// `nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader`
+    /// (drivers older than 510 know no `compute_cap`: then `name,memory.total,driver_version`).
     pub nvidia_smi: Option<String>,
-    /// `nvcc --version`.
+    /// `nvcc --version` of the system's CUDA toolkit.
     pub nvcc: Option<String>,
+    /// The CUDA toolkit from PyPI (`scripts/cuda-toolkit.sh`): where it is and its
+    /// `nvcc --version`.
+    pub pypi_cuda: Option<(PathBuf, String)>,
     /// `vulkaninfo --summary`.
     pub vulkaninfo: Option<String>,
     /// The text of the `vulkan_core.h` a build would use, and where it is.
@@ -146,9 +161,99 @@ pub fn vulkan_header_version(header: &str) -> Option<(u32, u32, u32)> {
     Some((major.parse().ok()?, minor.parse().ok()?, patch))
 }
 
-/// The first NVIDIA GPU `nvidia-smi` lists ("NVIDIA GeForce RTX 4060 Laptop GPU, 8188 MiB").
-fn nvidia_gpu(smi: &str) -> Option<&str> {
-    smi.lines().map(str::trim).find(|l| !l.is_empty())
+/// An NVIDIA GPU as `nvidia-smi --query-gpu=...` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvidiaGpu {
+    /// "NVIDIA GeForce RTX 4060 Laptop GPU, 8188 MiB"
+    pub name: String,
+    /// "580.95.05"
+    pub driver: Option<String>,
+    /// (8, 9)
+    pub compute_cap: Option<(u32, u32)>,
+}
+
+impl NvidiaGpu {
+    /// The driver branch: 580 for "580.95.05".
+    pub fn driver_branch(&self) -> Option<u32> {
+        self.driver
+            .as_deref()?
+            .split('.')
+            .next()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// Why the CUDA 13 toolkit from PyPI cannot build for this GPU, if it cannot.
+    pub fn pypi_cuda_obstacle(&self) -> Option<String> {
+        let mut why = Vec::new();
+        if let Some(branch) = self.driver_branch() {
+            if branch < PYPI_CUDA_DRIVER_NEEDED {
+                why.push(format!(
+                    "its driver {} is older than the {PYPI_CUDA_DRIVER_NEEDED} that CUDA 13 needs",
+                    self.driver.as_deref().unwrap_or_default()
+                ));
+            }
+        }
+        if let Some(cc) = self.compute_cap {
+            if cc < PYPI_CUDA_COMPUTE_NEEDED {
+                why.push(format!(
+                    "its compute capability {}.{} is below the {}.{} that CUDA 13 builds for",
+                    cc.0, cc.1, PYPI_CUDA_COMPUTE_NEEDED.0, PYPI_CUDA_COMPUTE_NEEDED.1
+                ));
+            }
+        }
+        (!why.is_empty()).then(|| why.join(" and "))
+    }
+}
+
+impl fmt::Display for NvidiaGpu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)?;
+        if let Some(driver) = &self.driver {
+            write!(f, ", driver {driver}")?;
+        }
+        if let Some((major, minor)) = self.compute_cap {
+            write!(f, ", compute {major}.{minor}")?;
+        }
+        Ok(())
+    }
+}
+
+/// "8.9" gives (8, 9).
+fn compute_cap(text: &str) -> Option<(u32, u32)> {
+    let (major, minor) = text.trim().split_once('.')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// The GPUs of an `nvidia-smi --query-gpu=name,memory.total[,driver_version[,compute_cap]]
+/// --format=csv,noheader` output, in order.
+pub fn nvidia_gpus(smi: &str) -> Vec<NvidiaGpu> {
+    smi.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|line| {
+            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+            // name, memory [, driver [, compute_cap]]: the name comes first and the memory
+            // ends in "MiB"; whatever follows the memory is the driver, then the capability.
+            let memory = fields
+                .iter()
+                .position(|f| f.ends_with("MiB"))
+                .unwrap_or(fields.len().saturating_sub(1));
+            let rest = &fields[(memory + 1).min(fields.len())..];
+            NvidiaGpu {
+                name: fields[..=memory.min(fields.len() - 1)].join(", "),
+                driver: rest.first().map(|d| d.to_string()),
+                compute_cap: rest.get(1).and_then(|c| compute_cap(c)),
+            }
+        })
+        .collect()
+}
+
+/// "Cuda compilation tools, release 13.0, V13.0.88" gives "13.0".
+fn nvcc_release(version: &str) -> Option<&str> {
+    let rest = version.split("release ").nth(1)?;
+    rest.split(|c: char| c == ',' || c.is_whitespace()).next()
 }
 
 fn version_text(v: (u32, u32, u32)) -> String {
@@ -156,7 +261,8 @@ fn version_text(v: (u32, u32, u32)) -> String {
 }
 
 /// Chooses the backend: `forced` (from `RUDDER_GPU`) if set, else Metal on macOS, CUDA with an
-/// NVIDIA GPU and its toolkit, Vulkan with a real Vulkan GPU and headers new enough, else CPU.
+/// NVIDIA GPU and the system's CUDA toolkit or the one from PyPI (when the driver and the GPU can
+/// run CUDA 13), Vulkan with a real Vulkan GPU and headers new enough, else CPU.
 pub fn choose(probe: &Probe, forced: Option<Backend>) -> Choice {
     let mut missing = Vec::new();
     let vulkan_headers = probe
@@ -193,8 +299,11 @@ pub fn choose(probe: &Probe, forced: Option<Backend>) -> Choice {
         if backend == Backend::Vulkan {
             vulkan_ready(&mut missing);
         }
-        if backend == Backend::Cuda && probe.nvcc.is_none() {
-            missing.push("the CUDA toolkit (nvcc)".into());
+        if backend == Backend::Cuda && probe.nvcc.is_none() && probe.pypi_cuda.is_none() {
+            missing.push(
+                "the CUDA toolkit (nvcc; scripts/setup.sh --gpu fetches CUDA 13 from PyPI when the driver is 580 or newer)"
+                    .into(),
+            );
         }
         return Choice {
             backend,
@@ -210,17 +319,43 @@ pub fn choose(probe: &Probe, forced: Option<Backend>) -> Choice {
         };
     }
     let mut notes = Vec::new();
-    if let Some(gpu) = probe.nvidia_smi.as_deref().and_then(nvidia_gpu) {
-        if probe.nvcc.is_some() {
+    let gpus = probe
+        .nvidia_smi
+        .as_deref()
+        .map(nvidia_gpus)
+        .unwrap_or_default();
+    if let Some(gpu) = gpus.first() {
+        if let Some(nvcc) = &probe.nvcc {
+            let release = nvcc_release(nvcc)
+                .map(|r| format!(" {r}"))
+                .unwrap_or_default();
             return Choice {
                 backend: Backend::Cuda,
-                reason: format!("NVIDIA GPU ({gpu}) with the CUDA toolkit"),
+                reason: format!("NVIDIA GPU ({gpu}) with the system's CUDA toolkit{release}"),
                 missing,
             };
         }
-        notes.push(format!(
-            "NVIDIA GPU ({gpu}) but no CUDA toolkit (nvcc) for a CUDA build"
-        ));
+        // The PyPI toolkit is CUDA 13: every GPU the build is for must be able to run it.
+        let obstacle = gpus.iter().find_map(NvidiaGpu::pypi_cuda_obstacle);
+        match (&probe.pypi_cuda, obstacle) {
+            (Some((dir, nvcc)), None) => {
+                let release = nvcc_release(nvcc).unwrap_or("13");
+                return Choice {
+                    backend: Backend::Cuda,
+                    reason: format!(
+                        "NVIDIA GPU ({gpu}) with CUDA {release} from PyPI in {} (no system CUDA toolkit)",
+                        dir.display()
+                    ),
+                    missing,
+                };
+            }
+            (_, Some(obstacle)) => notes.push(format!(
+                "NVIDIA GPU ({gpu}) but no system CUDA toolkit (nvcc), and the CUDA 13 one from PyPI cannot build for it: {obstacle}"
+            )),
+            (None, None) => notes.push(format!(
+                "NVIDIA GPU ({gpu}) but no CUDA toolkit (nvcc) for a CUDA build (scripts/setup.sh --gpu fetches CUDA 13 from PyPI)"
+            )),
+        }
     }
     let devices = probe
         .vulkaninfo
@@ -283,13 +418,19 @@ fn find_vulkan_header() -> Option<(PathBuf, String)> {
 pub fn probe() -> Probe {
     let nvcc = output("nvcc", &["--version"])
         .or_else(|| output("/usr/local/cuda/bin/nvcc", &["--version"]));
+    let pypi_dir = std::env::var_os("RUDDER_CUDA_TOOLKIT")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(PYPI_CUDA_DIR));
+    let pypi_nvcc = pypi_dir.join("bin/nvcc");
+    let pypi_cuda = output(&pypi_nvcc.to_string_lossy(), &["--version"]).map(|v| (pypi_dir, v));
+    let smi = |query: &str| output("nvidia-smi", &[query, "--format=csv,noheader"]);
     Probe {
         os: std::env::consts::OS.to_string(),
-        nvidia_smi: output(
-            "nvidia-smi",
-            &["--query-gpu=name,memory.total", "--format=csv,noheader"],
-        ),
+        nvidia_smi: smi("--query-gpu=name,memory.total,driver_version,compute_cap")
+            .or_else(|| smi("--query-gpu=name,memory.total,driver_version")),
         nvcc,
+        pypi_cuda,
         vulkaninfo: output("vulkaninfo", &["--summary"]),
         vulkan_header: find_vulkan_header(),
         glslc: output("glslc", &["--version"]),
@@ -405,6 +546,109 @@ GPU1:
         assert!(c.missing.is_empty());
     }
 
+    fn pypi_cuda() -> Option<(PathBuf, String)> {
+        Some((
+            PathBuf::from("target/cuda-toolkit"),
+            "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.0, V13.0.88\n"
+                .into(),
+        ))
+    }
+
+    #[test]
+    fn nvidia_smi_lines_are_read_with_or_without_driver_and_capability() {
+        let gpus = nvidia_gpus(
+            "NVIDIA GeForce RTX 4060 Laptop GPU, 8188 MiB, 580.95.05, 8.9\nNVIDIA GeForce GTX 1050, 4096 MiB, 535.247.01, 6.1\n",
+        );
+        assert_eq!(gpus.len(), 2);
+        assert_eq!(gpus[0].name, "NVIDIA GeForce RTX 4060 Laptop GPU, 8188 MiB");
+        assert_eq!(gpus[0].driver_branch(), Some(580));
+        assert_eq!(gpus[0].compute_cap, Some((8, 9)));
+        assert_eq!(gpus[0].pypi_cuda_obstacle(), None);
+        let old = gpus[1].pypi_cuda_obstacle().unwrap();
+        assert!(old.contains("535.247.01") && old.contains("6.1"), "{old}");
+        let bare = nvidia_gpus("NVIDIA GeForce RTX 3050 Laptop GPU, 4096 MiB");
+        assert_eq!(bare[0].name, "NVIDIA GeForce RTX 3050 Laptop GPU, 4096 MiB");
+        assert_eq!(
+            (bare[0].driver.as_deref(), bare[0].compute_cap),
+            (None, None)
+        );
+        assert_eq!(
+            bare[0].pypi_cuda_obstacle(),
+            None,
+            "unknown is not an obstacle"
+        );
+    }
+
+    #[test]
+    fn nvidia_with_the_pypi_toolkit_builds_for_cuda_and_says_so() {
+        let p = Probe {
+            nvidia_smi: Some("NVIDIA GeForce RTX 4060 Laptop GPU, 8188 MiB, 580.95.05, 8.9".into()),
+            pypi_cuda: pypi_cuda(),
+            vulkaninfo: Some(HYBRID.into()),
+            vulkan_header: header(275),
+            glslc: Some("glslc".into()),
+            ..linux()
+        };
+        let c = choose(&p, None);
+        assert_eq!(c.backend, Backend::Cuda);
+        assert!(
+            c.reason
+                .contains("CUDA 13.0 from PyPI in target/cuda-toolkit")
+                && c.reason.contains("no system CUDA toolkit")
+                && c.reason.contains("driver 580.95.05"),
+            "{}",
+            c.reason
+        );
+        assert!(c.missing.is_empty());
+        // The system's toolkit wins when both are there.
+        let both = Probe {
+            nvcc: Some("Cuda compilation tools, release 12.4, V12.4.131".into()),
+            ..p
+        };
+        let c = choose(&both, None);
+        assert_eq!(c.backend, Backend::Cuda);
+        assert!(
+            c.reason.contains("system's CUDA toolkit 12.4"),
+            "{}",
+            c.reason
+        );
+    }
+
+    #[test]
+    fn the_pypi_toolkit_is_not_used_with_a_driver_or_gpu_too_old_for_cuda_13() {
+        for (smi, what) in [
+            (
+                "NVIDIA GeForce RTX 3060 Laptop GPU, 6144 MiB, 550.120, 8.6",
+                "driver 550.120 is older than the 580",
+            ),
+            (
+                "NVIDIA GeForce GTX 1060, 6144 MiB, 580.95.05, 6.1",
+                "compute capability 6.1 is below the 7.5",
+            ),
+        ] {
+            let p = Probe {
+                nvidia_smi: Some(smi.into()),
+                pypi_cuda: pypi_cuda(),
+                vulkaninfo: Some(HYBRID.into()),
+                vulkan_header: header(275),
+                glslc: Some("glslc".into()),
+                ..linux()
+            };
+            let c = choose(&p, None);
+            assert_eq!(c.backend, Backend::Vulkan, "{smi}");
+            assert!(c.reason.contains(what), "{}", c.reason);
+            let cpu = choose(
+                &Probe {
+                    vulkaninfo: None,
+                    ..p
+                },
+                None,
+            );
+            assert_eq!(cpu.backend, Backend::Cpu);
+            assert!(cpu.reason.contains(what), "{}", cpu.reason);
+        }
+    }
+
     #[test]
     fn nvidia_without_toolkit_falls_back_to_vulkan_when_it_can_build() {
         let p = Probe {
@@ -481,6 +725,17 @@ GPU1:
             Some(Backend::Cpu),
         );
         assert_eq!(cpu.backend, Backend::Cpu);
+        let cuda = choose(&linux(), Some(Backend::Cuda));
+        assert_eq!(cuda.missing.len(), 1, "{:?}", cuda.missing);
+        assert!(cuda.missing[0].contains("PyPI"), "{:?}", cuda.missing);
+        let cuda = choose(
+            &Probe {
+                pypi_cuda: pypi_cuda(),
+                ..linux()
+            },
+            Some(Backend::Cuda),
+        );
+        assert!(cuda.missing.is_empty(), "{:?}", cuda.missing);
         assert_eq!(Backend::parse(" CUDA "), Some(Backend::Cuda));
         assert_eq!(Backend::parse("opencl"), None);
     }
