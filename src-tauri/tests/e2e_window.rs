@@ -146,6 +146,27 @@ async fn observe(client: &Client) -> Result<Observed, Box<dyn std::error::Error>
     })
 }
 
+/// Reads the window (within the session timeout), then ends the session, which closes the app,
+/// and drops the driver (and its WebKitWebDriver), which takes the app down if the session
+/// could not be ended: cleanup runs whatever the window did.
+async fn observe_then_close(client: Client, driver: Driver) -> Observed {
+    let observed = tokio::time::timeout(SESSION_TIMEOUT, observe(&client)).await;
+    close(client).await;
+    drop(driver);
+    observed
+        .unwrap_or_else(|_| panic!("the window did not answer within {SESSION_TIMEOUT:?}"))
+        .expect("reading the window")
+}
+
+/// Writes the window's screenshot to the artifacts folder as `name`.
+fn save_screenshot(observed: &Observed, name: &str) -> std::path::PathBuf {
+    let artifacts = artifacts_dir();
+    std::fs::create_dir_all(&artifacts).expect("create test-artifacts");
+    let shot = artifacts.join(name);
+    std::fs::write(&shot, &observed.screenshot).expect("write screenshot");
+    shot
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs tauri-driver, WebKitWebDriver and an X display; run scripts/e2e.sh"]
 async fn window_shows_engine_status_for_empty_data_dir() {
@@ -165,26 +186,13 @@ async fn window_shows_engine_status_for_empty_data_dir() {
     ]);
     let launched = Instant::now();
     let client = connect(&driver).await;
-    let observed = tokio::time::timeout(SESSION_TIMEOUT, observe(&client)).await;
-    if let Ok(Ok(o)) = &observed {
-        // scripts/package-test.sh reports this line for the installed app.
-        eprintln!(
-            "first window: the engine status showed {:.1} s after launch",
-            o.status_shown_after(launched).as_secs_f64()
-        );
-    }
-    // Ending the session closes the app; the driver (and its WebKitWebDriver) goes when `driver`
-    // drops, which also takes the app down if the session could not be ended.
-    close(client).await;
-    drop(driver);
-    let observed = observed
-        .unwrap_or_else(|_| panic!("the window did not answer within {SESSION_TIMEOUT:?}"))
-        .expect("reading the window");
-
-    let artifacts = artifacts_dir();
-    std::fs::create_dir_all(&artifacts).expect("create test-artifacts");
-    let shot = artifacts.join("e2e-window.png");
-    std::fs::write(&shot, &observed.screenshot).expect("write screenshot");
+    let observed = observe_then_close(client, driver).await;
+    // scripts/package-test.sh reports this line for the installed app.
+    eprintln!(
+        "first window: the engine status showed {:.1} s after launch",
+        observed.status_shown_after(launched).as_secs_f64()
+    );
+    let shot = save_screenshot(&observed, "e2e-window.png");
     eprintln!("screenshot: {}", shot.display());
     eprintln!("#model-status: {}", observed.model_status);
     eprintln!("#embed-status: {}", observed.embed_status);
@@ -291,16 +299,8 @@ async fn first_run_makes_its_data_folder_under_home_and_writes_nowhere_else() {
         ],
     );
     let client = connect_app(&driver, &app).await;
-    let observed = tokio::time::timeout(SESSION_TIMEOUT, observe(&client)).await;
-    close(client).await;
-    drop(driver);
-    let observed = observed
-        .unwrap_or_else(|_| panic!("the window did not answer within {SESSION_TIMEOUT:?}"))
-        .expect("reading the window");
-
-    let artifacts = artifacts_dir();
-    std::fs::create_dir_all(&artifacts).expect("create test-artifacts");
-    std::fs::write(artifacts.join("e2e-first-run.png"), &observed.screenshot).unwrap();
+    let observed = observe_then_close(client, driver).await;
+    save_screenshot(&observed, "e2e-first-run.png");
     eprintln!("#model-status: {}", observed.model_status);
     assert_eq!(observed.error_text, "", "the window shows an engine error");
     assert!(
