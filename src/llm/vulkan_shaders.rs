@@ -39,18 +39,18 @@ pub fn note(shaders: Option<&str>, glslc: Option<&str>, device: Option<&str>) ->
         return None;
     }
     let mut text = format!(
-        "this Vulkan build lacks the {} shaders (its glslc{} is too old): the GPU's matrix \
-         cores go unused and prompts run up to 4x slower; scripts/vulkan-glslc.sh \
+        "this Vulkan build lacks the {} shaders (its glslc{} is too old), so llama.cpp leaves \
+         the GPU's matrix cores unused and reads prompts slower; scripts/vulkan-glslc.sh \
          target/vulkan-sdk fetches a newer glslc, and scripts/run.sh rebuilds with it",
         join_and(&missing),
         glslc.map(|v| format!(", {v},")).unwrap_or_default()
     );
     if nvidia {
         text.push_str(
-            ". On an NVIDIA GPU, CUDA does better: with the CUDA toolkit (nvcc) installed, \
-             scripts/run.sh builds for CUDA, which on an H100 read a 7B Q4_K_M's prompts at \
-             ~10,000 tok/s (this Vulkan build: ~2,200) and generated 7.6x faster with 16 \
-             sequences in parallel than with one (Vulkan: 1.0x)",
+            ". On an NVIDIA GPU a CUDA build is the fast path: with the CUDA toolkit (nvcc) \
+             installed, scripts/run.sh builds for CUDA, which on an H100 read a 7B Q4_K_M's \
+             prompts at ~10,000 tok/s against ~2,200 for such a Vulkan build, and generated \
+             7.6x faster with 16 sequences in parallel than with one (Vulkan: 1.0x)",
         );
     }
     Some(text)
