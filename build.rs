@@ -1,24 +1,13 @@
-//! The `cuda` feature built against a CUDA toolkit from PyPI (`scripts/cuda-toolkit.sh`): the
-//! wheels carry the shared cuBLAS only, not the static one llama-cpp-sys-2 names on Linux (the
-//! toolkit holds empty stand-ins for those archives). With `RUDDER_CUDA_LIB_DIR` set (as
-//! `scripts/cuda-env.sh` does), the binaries link `libcublas.so.13` and `libcublasLt.so.13`
-//! from that folder and find them there at run time (rpath). `-C link-arg`s come last on the
-//! linker's command line, after the static ggml-cuda objects that need them.
-//! `src-tauri/build.rs` does the same for the desktop app.
+//! The crate's build script; each concern is a module under build/.
+
+#[path = "build/cuda_link.rs"]
+mod cuda_link;
+#[path = "build/vulkan_shaders.rs"]
+mod vulkan_shaders;
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-env-changed=RUDDER_CUDA_LIB_DIR");
-    let cuda = std::env::var_os("CARGO_FEATURE_CUDA").is_some();
-    let linux = std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
-    if let (true, true, Some(dir)) = (cuda, linux, std::env::var_os("RUDDER_CUDA_LIB_DIR")) {
-        let dir = dir.to_string_lossy();
-        for arg in [
-            format!("-L{dir}"),
-            format!("-Wl,-rpath,{dir}"),
-            "-lcublas".into(),
-            "-lcublasLt".into(),
-        ] {
-            println!("cargo:rustc-link-arg={arg}");
-        }
-    }
+    println!("cargo:rerun-if-changed=build");
+    cuda_link::emit();
+    vulkan_shaders::emit();
 }

@@ -33,6 +33,16 @@ if [[ "$gpu_feature" == cuda ]]; then
   fi
   . scripts/cuda-env.sh ${cuda_dir:+"$cuda_dir"}
 fi
+# llama.cpp's CMake keeps the glslc it found first: when a Vulkan build was configured with
+# another one (Debian 12's, before scripts/vulkan-glslc.sh), rebuild llama.cpp so it gets the
+# cooperative-matrix and integer-dot shaders.
+caches=(target/release/build/llama-cpp-sys-2-*/out/build/CMakeCache.txt)
+if [[ "$gpu_feature" == vulkan && -x "${VULKAN_SDK:-}/bin/glslc" ]] &&
+  grep -qs '^Vulkan_GLSLC_EXECUTABLE:' "${caches[@]}" &&
+  ! grep -qsx "Vulkan_GLSLC_EXECUTABLE:FILEPATH=$VULKAN_SDK/bin/glslc" "${caches[@]}"; then
+  echo "rebuilding llama.cpp with $VULKAN_SDK/bin/glslc"
+  cargo clean --release -p llama-cpp-sys-2
+fi
 cargo build --release --bin rudder ${gpu_feature:+--features "$gpu_feature"}
 target/release/rudder models fetch
 target/release/rudder corpus fetch wikipedia-vital-en

@@ -67,5 +67,8 @@ if [[ "${1:-}" == --gpu && "$(uname -s)" == Linux ]]; then
   if compgen -G '/dev/dri/renderD*' >/dev/null || [[ "${RUDDER_GPU:-}" == vulkan ]]; then
     install_missing vulkan-tools libvulkan1 mesa-vulkan-drivers glslc spirv-headers curl
     "$(dirname "$0")/vulkan-headers.sh" "$(dirname "$0")/../target/vulkan-sdk"
+    # Debian 12's glslc is too old for ggml's cooperative-matrix and integer-dot shaders: put
+    # Debian 13's (with its own C/C++ runtime) in target/vulkan-sdk/bin, where CMake looks first.
+    "$(dirname "$0")/vulkan-glslc.sh" "$(dirname "$0")/../target/vulkan-sdk"
   fi
 fi

@@ -22,8 +22,17 @@ feature="$(RUDDER_GPU=vulkan scripts/gpu-backend.sh)"
 
 step "build: CPU (target/) and Vulkan (target/vulkan)"
 cargo build --workspace --features rudder-app/custom-protocol --bin rudder   # the selection test.sh builds
+# A build configured before scripts/vulkan-glslc.sh keeps Debian 12's glslc in its CMake cache.
+if grep -qs '^Vulkan_GLSLC_EXECUTABLE:FILEPATH=/usr/bin/glslc' target/vulkan/debug/build/llama-cpp-sys-2-*/out/build/CMakeCache.txt; then
+  CARGO_TARGET_DIR=target/vulkan cargo clean -p llama-cpp-sys-2
+fi
 CARGO_TARGET_DIR=target/vulkan cargo build --bin rudder --features vulkan
 built=$(( $(date +%s) - t0 ))
+# ggml-vulkan's CMake says which fast shaders its glslc can build (scripts/vulkan-glslc.sh).
+cmake_log="$(ls -t target/vulkan/debug/build/llama-cpp-sys-2-*/output | head -1)"
+grep 'supported by glslc' "$cmake_log" | sed 's/^/    /'
+grep -q 'GL_KHR_cooperative_matrix supported by glslc' "$cmake_log"
+grep -q 'GL_EXT_integer_dot_product supported by glslc' "$cmake_log"
 
 models="${RUDDER_TEST_MODELS_DIR:-$PWD/.models}"
 # The default model's smaller sibling (same family and tokenizer, 491 MB): SmolLM2-135M's

@@ -1,3 +1,7 @@
+/// The same link arguments as the engine's binaries for a CUDA build against the PyPI toolkit.
+#[path = "../build/cuda_link.rs"]
+mod cuda_link;
+
 /// Every command the window may call. Tauri v2 needs a permission per app command: this
 /// generates `allow-<command>` for each (granted in capabilities/default.json) and fails the
 /// build on a bad config.
@@ -32,27 +36,8 @@ const COMMANDS: &[&str] = &[
     "corpus_add",
 ];
 
-/// The `cuda` feature against the CUDA toolkit from PyPI: link its shared cuBLAS, found through
-/// the binary's rpath. The same as the root package's build.rs, which says why.
-fn link_pypi_cuda() {
-    println!("cargo:rerun-if-env-changed=RUDDER_CUDA_LIB_DIR");
-    let cuda = std::env::var_os("CARGO_FEATURE_CUDA").is_some();
-    let linux = std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
-    if let (true, true, Some(dir)) = (cuda, linux, std::env::var_os("RUDDER_CUDA_LIB_DIR")) {
-        let dir = dir.to_string_lossy();
-        for arg in [
-            format!("-L{dir}"),
-            format!("-Wl,-rpath,{dir}"),
-            "-lcublas".into(),
-            "-lcublasLt".into(),
-        ] {
-            println!("cargo:rustc-link-arg={arg}");
-        }
-    }
-}
-
 fn main() {
-    link_pypi_cuda();
+    cuda_link::emit();
     let attributes = tauri_build::Attributes::new()
         .app_manifest(tauri_build::AppManifest::new().commands(COMMANDS));
     if let Err(error) = tauri_build::try_build(attributes) {

@@ -219,6 +219,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     status.gpu_layers_setting
                 );
                 println!("             {}", status.offload.reason);
+                let device = status
+                    .offload
+                    .device
+                    .as_ref()
+                    .map(|d| d.description.as_str());
+                if let Some(note) = rudder::llm::vulkan_shaders::build_note(device) {
+                    println!("             {note}");
+                }
                 if let Some(r) = &status.recommendation {
                     println!("recommended: {}: {}", r.model, r.reason);
                 }

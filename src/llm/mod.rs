@@ -13,6 +13,7 @@ pub mod llama;
 pub mod offload;
 pub mod openai;
 pub mod replay;
+pub mod vulkan_shaders;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
