@@ -31,6 +31,7 @@ pub mod sources;
 pub mod status;
 #[cfg(test)]
 pub(crate) mod test_support;
+pub mod text;
 
 pub use error::{Error, Result};
 /// Clarification lives under the research loop it serves; this is the short path the desktop

@@ -9,6 +9,7 @@ use clap::Subcommand;
 use rudder::embed::{Embedder, FastEmbedder};
 use rudder::models::{ModelState, ModelStore};
 use rudder::sources::docs::{AddReport, FileStatus, Library};
+use rudder::text::keep_end;
 
 use super::progress::CountProgress;
 use super::{one_line, Ctx};
@@ -199,7 +200,7 @@ fn print_add_table(reports: &[AddReport], root_errors: &[String]) {
         };
         println!(
             "{:<width$}  {:<9}  {format:<8}  {:>6}  {pages:>5}  {note}",
-            shorten(&f.file, width),
+            keep_end(&f.file, width),
             f.status.as_str(),
             f.chunks
         );
@@ -219,16 +220,6 @@ fn print_add_table(reports: &[AddReport], root_errors: &[String]) {
         sum(|r| r.embedded),
         reports.iter().map(|r| r.seconds).sum::<f64>(),
     );
-}
-
-/// Keeps the end of a long path, which is the informative part.
-fn shorten(s: &str, width: usize) -> String {
-    let n = s.chars().count();
-    if n <= width {
-        return s.to_string();
-    }
-    let tail: String = s.chars().skip(n - (width - 1)).collect();
-    format!("…{tail}")
 }
 
 fn list(ctx: &Ctx, all: bool) -> anyhow::Result<ExitCode> {

@@ -14,6 +14,7 @@ use rudder::history::{
     SearchMode,
 };
 use rudder::models::{ModelState, ModelStore};
+use rudder::text::keep_end;
 
 use super::progress::CountProgress;
 use super::{one_line, Ctx};
@@ -232,7 +233,7 @@ fn print_import_table(report: &rudder::history::ImportReport) {
         "file", "format", "added", "updated", "duplicate", "signals"
     );
     for f in &shown {
-        let name = shorten(&f.file, width);
+        let name = keep_end(&f.file, width);
         let format = f.format.map(|f| f.as_str()).unwrap_or("-");
         let status = match &f.status {
             FileStatus::Imported => "ok".to_string(),
@@ -268,16 +269,6 @@ fn print_import_table(report: &rudder::history::ImportReport) {
         report.failed_files,
         report.seconds
     );
-}
-
-/// Keeps the end of a long path, which is the informative part.
-fn shorten(s: &str, width: usize) -> String {
-    let n = s.chars().count();
-    if n <= width {
-        return s.to_string();
-    }
-    let tail: String = s.chars().skip(n - (width - 1)).collect();
-    format!("…{tail}")
 }
 
 pub fn run(ctx: &Ctx, cmd: HistoryCommand) -> anyhow::Result<ExitCode> {

@@ -199,12 +199,4 @@ impl Tree {
     }
 }
 
-/// `s` on one line, cut to at most `max` characters with an ellipsis.
-pub fn one_line(s: &str, max: usize) -> String {
-    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        flat.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
-    }
-}
+pub use crate::text::one_line;

@@ -106,12 +106,4 @@ pub fn init_logging(verbose: u8) {
         .init();
 }
 
-/// `s` on one line, cut to at most `max` characters with an ellipsis.
-pub fn one_line(s: &str, max: usize) -> String {
-    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        flat.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
-    }
-}
+pub use rudder::text::one_line;

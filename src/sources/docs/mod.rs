@@ -26,6 +26,8 @@ use std::time::Instant;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use crate::text::one_line;
+
 pub use extract::Format;
 pub use store::{DocumentInfo, RootInfo, StoreCounts};
 
@@ -1124,15 +1126,6 @@ fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| d.as_nanos() as i64)
         .unwrap_or(0)
-}
-
-fn one_line(s: &str, max: usize) -> String {
-    let flat = extract::collapse_spaces(s);
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        flat.chars().take(max - 1).collect::<String>() + "…"
-    }
 }
 
 /// The document library as a research [`Source`] named `documents`.

@@ -1,0 +1,45 @@
+//! Text shortened for one line of a terminal, a log or a list: the engine, its faces and its
+//! tools cut text the same way.
+
+/// `s` on one line (runs of whitespace become one space), cut to at most `max` characters with
+/// an ellipsis.
+pub fn one_line(s: &str, max: usize) -> String {
+    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        flat.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
+    }
+}
+
+/// `s` cut to at most `width` characters by keeping its end behind an ellipsis: for paths,
+/// whose end is the informative part.
+pub fn keep_end(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    if n <= width {
+        return s.to_string();
+    }
+    let tail: String = s.chars().skip(n - width.saturating_sub(1)).collect();
+    format!("…{tail}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_flattens_and_cuts_with_an_ellipsis() {
+        assert_eq!(one_line("a\n  b\tc", 10), "a b c");
+        assert_eq!(one_line("abcdef", 4), "abc…");
+        assert_eq!(one_line("ééééé", 3), "éé…");
+        // No width left: the ellipsis alone, never an underflow.
+        assert_eq!(one_line("abc", 0), "…");
+    }
+
+    #[test]
+    fn keep_end_keeps_the_informative_end_of_a_path() {
+        assert_eq!(keep_end("notes/tea.md", 20), "notes/tea.md");
+        assert_eq!(keep_end("/home/u/notes/tea.md", 8), "…/tea.md");
+        assert_eq!(keep_end("abc", 0), "…");
+    }
+}
