@@ -35,10 +35,14 @@ else
   cargo build --workspace --features rudder-app/custom-protocol
 fi
 
+# Where cargo put the binaries (CARGO_TARGET_DIR or the workspace's target/).
+target=$(cargo metadata --format-version 1 --no-deps |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+
 # The CLI travels as an extra file of the package; its path depends on the profile, so it is
 # given here rather than in tauri.conf.json (which a plain `tauri build` also reads).
 extra=$(printf '{"bundle":{"linux":{"deb":{"files":{"/usr/bin/rudder":"%s"}},"rpm":{"files":{"/usr/bin/rudder":"%s"}}}}}' \
-  "$repo/target/$profile/rudder" "$repo/target/$profile/rudder")
+  "$target/$profile/rudder" "$target/$profile/rudder")
 debug_flag=()
 [[ "$profile" == debug ]] && debug_flag=(--debug)
 # `tauri bundle` packages the binary already built in target/<profile>/ (it compiles nothing).
@@ -48,8 +52,8 @@ debug_flag=()
 mkdir -p target/package
 rm -f target/package/rudder_*.deb target/package/rudder-*.rpm
 version=$(sed -n 's/^ *"version": "\(.*\)",$/\1/p' tauri.conf.json | head -1)
-deb=$(ls -t "target/$profile/bundle/deb/"*"_${version}_"*.deb | head -1)
-rpm=$(ls -t "target/$profile/bundle/rpm/"*"-${version}-"*.rpm | head -1)
+deb=$(ls -t "$target/$profile/bundle/deb/"*"_${version}_"*.deb | head -1)
+rpm=$(ls -t "$target/$profile/bundle/rpm/"*"-${version}-"*.rpm | head -1)
 arch=$(dpkg --print-architecture)
 cp "$deb" "target/package/rudder_${version}_${arch}.deb"
 cp "$rpm" "target/package/$(basename "$rpm" | tr '[:upper:]' '[:lower:]')"
