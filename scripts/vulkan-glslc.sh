@@ -15,6 +15,7 @@
 # CMake's FindVulkan looks for glslc in $VULKAN_SDK/bin before PATH. Idempotent.
 #   scripts/vulkan-glslc.sh DEST            then: export VULKAN_SDK=DEST
 set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
 dest="$(realpath -m "${1:?usage: scripts/vulkan-glslc.sh DEST}")"
 start=$SECONDS
 # name  sha256  (Debian 13 "trixie" pool, amd64)
@@ -69,15 +70,7 @@ if ((${#fetched[@]} < ${#pins[@]})); then
   # lists stay as they are; apt checks them against the signed index).
   echo "some pinned packages left the pool: fetching Debian 13's current ones with apt"
   rm -f ./*.deb
-  mkdir -p apt/lists/partial apt/cache/archives/partial
-  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main" >apt/sources.list
-  opts=(-o Dir::Etc::sourcelist="$work/apt/sources.list" -o Dir::Etc::sourceparts=/nonexistent
-    -o Dir::State::Lists="$work/apt/lists" -o Dir::Cache="$work/apt/cache"
-    -o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false
-    -o Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false
-    -o Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false)
-  apt-get "${opts[@]}" update -qq
-  apt-get "${opts[@]}" download glslc/trixie libshaderc1/trixie libc6/trixie libstdc++6/trixie libgcc-s1/trixie
+  "$here/debian13-download.sh" glslc libshaderc1 libc6 libstdc++6 libgcc-s1
 fi
 for deb in ./*.deb; do dpkg-deb -x "$deb" unpacked; done
 lib=unpacked/usr/lib/x86_64-linux-gnu

@@ -7,6 +7,7 @@
 # The .deb is only unpacked, never installed, so the system's packages are untouched.
 #   scripts/vulkan-headers.sh PREFIX      then: export VULKAN_SDK=PREFIX
 set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
 prefix="$(realpath -m "${1:?usage: scripts/vulkan-headers.sh PREFIX}")"
 deb=libvulkan-dev_1.4.309.0-1_amd64.deb
 url="http://deb.debian.org/debian/pool/main/v/vulkan-loader/$deb"
@@ -27,15 +28,7 @@ if ! { curl -fsSLo "$deb" "$url" && echo "$sha256  $deb" | sha256sum -c --quiet 
   # The pinned file leaves the pool when a Debian 13 point release replaces it: ask apt for the
   # current one through a private source list (the system's lists stay as they are).
   rm -f ./*.deb
-  mkdir -p apt/lists/partial apt/cache/archives/partial
-  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main" >apt/sources.list
-  opts=(-o Dir::Etc::sourcelist="$work/apt/sources.list" -o Dir::Etc::sourceparts=/nonexistent
-    -o Dir::State::Lists="$work/apt/lists" -o Dir::Cache="$work/apt/cache"
-    -o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false
-    -o Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false
-    -o Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false)
-  apt-get "${opts[@]}" update -qq
-  apt-get "${opts[@]}" download libvulkan-dev/trixie
+  "$here/debian13-download.sh" libvulkan-dev
 fi
 dpkg-deb -x libvulkan-dev_*_amd64.deb unpacked
 cd - >/dev/null

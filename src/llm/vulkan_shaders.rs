@@ -47,8 +47,9 @@ pub fn note(shaders: Option<&str>, glslc: Option<&str>, device: Option<&str>) ->
     );
     if nvidia {
         text.push_str(
-            ". On an NVIDIA GPU a CUDA build is the fast path: with the CUDA toolkit (nvcc) \
-             installed, scripts/run.sh builds for CUDA, which on an H100 read a 7B Q4_K_M's \
+            ". On an NVIDIA GPU a CUDA build is the fast path: with nvcc installed, or with \
+             driver 580 or newer (scripts/setup.sh --gpu then fetches CUDA from PyPI), \
+             scripts/run.sh builds for CUDA, which on an H100 read a 7B Q4_K_M's \
              prompts at ~10,000 tok/s against ~2,200 for such a Vulkan build, and generated \
              7.6x faster with 16 sequences in parallel than with one (Vulkan: 1.0x)",
         );
