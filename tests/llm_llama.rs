@@ -348,3 +348,30 @@ fn the_offload_plan_reads_the_real_model_and_says_where_it_runs() {
     let plan = offload::plan(GpuLayers::Auto, &[gpu], Some(&workload));
     assert_eq!(plan.layers, 31, "{}", plan.reason);
 }
+
+/// One forward pass gives P(yes): probabilities in range, no text generated, the same answer
+/// twice, and the mass follows the prompt. (SmolLM2-135M knows too little to judge facts: it
+/// says "no" to "Is Paris the capital of France?"; the judging is measured with the 1.5B model
+/// in `rudder eval relevance`.)
+#[test]
+fn probability_of_yes_reads_the_first_tokens_probabilities() {
+    let llm = shared();
+    let say = |word: &str| {
+        vec![
+            Message::system("Reply with the single word the user gives."),
+            Message::user(format!("Say {word}.")),
+        ]
+    };
+    let answer = rudder::llm::choice_probabilities(llm, say("yes"), &["yes", "no"]).unwrap();
+    let probabilities = &answer.value.probabilities;
+    assert_eq!(probabilities.len(), 2);
+    assert!(probabilities.iter().all(|p| (0.0..=1.0).contains(p)));
+    assert!(probabilities.iter().sum::<f32>() <= 1.0 + 1e-4);
+    assert_eq!(answer.completion.usage.generated_tokens, 0);
+    assert_eq!(answer.completion.usage.calls, 1);
+    let (yes, _) = rudder::llm::probability_of_yes(llm, say("yes")).unwrap();
+    let (again, _) = rudder::llm::probability_of_yes(llm, say("yes")).unwrap();
+    let (no, _) = rudder::llm::probability_of_yes(llm, say("no")).unwrap();
+    assert!((yes - again).abs() < 1e-3, "not deterministic: {yes} then {again}");
+    assert!(yes > 0.5 && no < 0.5, "P(yes): told yes {yes}, told no {no}");
+}

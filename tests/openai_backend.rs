@@ -860,3 +860,43 @@ fn max_concurrent_defaults_to_four() {
     .expect("settings with max_concurrent");
     assert_eq!(OpenAiLlm::new(&parsed).expect("client").parallelism(), 2);
 }
+
+#[test]
+fn a_choice_is_answered_from_the_first_tokens_logprobs() {
+    let server = MockServer::start(|_, _| {
+        let mut piece = chunk(json!({ "content": "Yes" }), Value::Null);
+        piece["choices"][0]["logprobs"] = json!({"content": [{
+            "token": "Yes",
+            "logprob": -0.2,
+            "top_logprobs": [
+                {"token": "Yes", "logprob": -0.2},
+                {"token": " yes", "logprob": -2.0},
+                {"token": "No", "logprob": -1.9},
+                {"token": "Maybe", "logprob": -4.0},
+            ],
+        }]});
+        let mut body = format!("data: {piece}\n\n");
+        body.push_str(&format!("data: {}\n\n", chunk(json!({}), json!("length"))));
+        body.push_str("data: [DONE]\n\n");
+        Reply::Sse(body)
+    });
+    let llm = server.llm();
+    let (p, _) = rudder::llm::probability_of_yes(&llm, vec![Message::user("Is it? yes or no")])
+        .expect("a probability");
+    let (yes, no) = ((-0.2f64).exp() + (-2.0f64).exp(), (-1.9f64).exp());
+    assert!((f64::from(p) - yes / (yes + no)).abs() < 1e-4, "p = {p}");
+    let sent = &server.received()[0].body;
+    assert_eq!(sent["logprobs"], json!(true));
+    assert_eq!(sent["max_tokens"], json!(1));
+    assert!(sent.get("response_format").is_none());
+}
+
+#[test]
+fn a_choice_without_logprobs_is_judged_by_the_token_written() {
+    let server = MockServer::start(|_, _| Reply::Sse(sse_body(&["no"], "length", None)));
+    let llm = server.llm();
+    let answer =
+        rudder::llm::choice_probabilities(&llm, vec![Message::user("Is it?")], &["yes", "no"])
+            .expect("probabilities");
+    assert_eq!(answer.value.probabilities, vec![0.0, 1.0]);
+}

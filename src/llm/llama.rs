@@ -26,12 +26,13 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::vocab::LlamaVocab;
 use serde::Serialize;
 
 use super::offload::{self, OffloadPlan, Workload};
 use super::{
-    grammar, CancelToken, Completion, FinishReason, GenerationOptions, Llm, LlmError, Message,
-    OutputFormat, Request, Timing, Usage,
+    grammar, CancelToken, ChoiceProbabilities, Completion, FinishReason, GenerationOptions, Llm,
+    LlmError, Message, OutputFormat, Request, Timing, Usage,
 };
 use crate::config::LlamaSettings;
 
@@ -762,6 +763,15 @@ impl Scheduler<'_> {
             if call.prompt_eval.is_none() {
                 call.prompt_eval = Some(call.received.elapsed());
             }
+            if let OutputFormat::Choice(choices) = &call.job.request.format {
+                // One forward pass: read the probabilities, generate nothing.
+                let probabilities = choice_mass(&vocab, ctx.get_logits_ith(at), choices);
+                let mut call = slot.call.take().expect("checked above");
+                call.text = serde_json::to_string(&ChoiceProbabilities { probabilities })
+                    .unwrap_or_default();
+                call.finish(FinishReason::Stop);
+                continue;
+            }
             if call.generated >= u64::from(call.job.request.options.max_tokens) {
                 let call = slot.call.take().expect("checked above");
                 call.finish(FinishReason::Length);
@@ -790,6 +800,44 @@ impl Scheduler<'_> {
             call.next = Some(token);
         }
     }
+}
+
+/// The softmax mass of `logits` on the tokens that begin each choice, written as the model
+/// might start its reply: as given, capitalised or upper case, with or without a leading space.
+fn choice_mass(vocab: &LlamaVocab, logits: &[f32], choices: &[String]) -> Vec<f32> {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let total: f64 = logits.iter().map(|&l| f64::from(l - max).exp()).sum();
+    choices
+        .iter()
+        .map(|choice| {
+            let mut capitalised = choice.clone();
+            if let Some(first) = capitalised.get(..1) {
+                capitalised.replace_range(..1, &first.to_uppercase());
+            }
+            let mut starts: Vec<LlamaToken> = [
+                choice.clone(),
+                capitalised.clone(),
+                choice.to_uppercase(),
+                format!(" {choice}"),
+                format!(" {capitalised}"),
+            ]
+            .iter()
+            .filter_map(|v| vocab.tokenize(v.as_bytes(), false, false).first().copied())
+            .collect();
+            starts.sort_by_key(|t| t.0);
+            starts.dedup();
+            let mass: f64 = starts
+                .iter()
+                .filter_map(|t| logits.get(t.0 as usize))
+                .map(|&l| f64::from(l - max).exp())
+                .sum();
+            if total > 0.0 {
+                (mass / total) as f32
+            } else {
+                0.0
+            }
+        })
+        .collect()
 }
 
 /// Length of the longest common prefix of two token sequences.

@@ -132,6 +132,19 @@ pub enum OutputFormat {
     Text,
     /// JSON valid under this schema, enforced while decoding.
     JsonSchema(serde_json::Value),
+    /// No generation: the probability the model gives to each of these replies as the start of
+    /// its answer, read from one forward pass over the prompt. The completion's text is a
+    /// [`ChoiceProbabilities`] in JSON, so replay caches and meters treat it like any reply.
+    /// Use [`choice_probabilities`] or [`probability_of_yes`] rather than reading it by hand.
+    Choice(Vec<String>),
+}
+
+/// What an [`OutputFormat::Choice`] call answers: one probability per choice, in order, each
+/// the model's whole probability mass on the tokens that begin that choice (any case, with or
+/// without a leading space). They need not sum to 1: the rest went to other replies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChoiceProbabilities {
+    pub probabilities: Vec<f32>,
 }
 
 /// One generation call.
@@ -335,6 +348,48 @@ pub fn complete_schema<T: DeserializeOwned>(
         parsed: parse_json(&completion.text),
         completion,
     })
+}
+
+/// The probability the model gives to each of `choices` as its reply to `messages` (one forward
+/// pass on llama.cpp; see [`OutputFormat::Choice`]).
+pub fn choice_probabilities(
+    llm: &dyn Llm,
+    messages: Vec<Message>,
+    choices: &[&str],
+) -> Result<Structured<ChoiceProbabilities>, LlmError> {
+    let request = Request {
+        messages,
+        // One token: a backend without log-probabilities answers with the choice it would write.
+        options: GenerationOptions::greedy(1),
+        format: OutputFormat::Choice(choices.iter().map(|c| c.to_string()).collect()),
+    };
+    let completion = llm.complete_text(&request)?;
+    let value: ChoiceProbabilities = parse_json(&completion.text)?;
+    if value.probabilities.len() != choices.len()
+        || value.probabilities.iter().any(|p| !p.is_finite() || *p < 0.0)
+    {
+        return Err(LlmError::InvalidOutput {
+            message: format!("expected {} probabilities", choices.len()),
+            output: completion.text.chars().take(500).collect(),
+        });
+    }
+    Ok(Structured { value, completion })
+}
+
+/// The model's probability of "yes" against "no" as its answer to `messages` (which should ask
+/// a yes/no question): P(yes) / (P(yes) + P(no)), so a model that spreads mass over other
+/// replies is judged on the two that matter. 0.5 when it puts no mass on either.
+///
+/// This is how a small model judges one item reliably: a grade it writes is not calibrated,
+/// the probability behind its first token is.
+pub fn probability_of_yes(
+    llm: &dyn Llm,
+    messages: Vec<Message>,
+) -> Result<(f32, Completion), LlmError> {
+    let answer = choice_probabilities(llm, messages, &["yes", "no"])?;
+    let (yes, no) = (answer.value.probabilities[0], answer.value.probabilities[1]);
+    let p = if yes + no > 0.0 { yes / (yes + no) } else { 0.5 };
+    Ok((p, answer.completion))
 }
 
 /// Asks for JSON matching `T`'s schema and parses it into `T`.

@@ -203,6 +203,12 @@ impl OpenAiLlm {
             "seed": options.seed,
         });
 
+        if let OutputFormat::Choice(_) = &request.format {
+            // One token, with the alternatives the server considered and their log-probabilities.
+            body["max_tokens"] = json!(1);
+            body["logprobs"] = json!(true);
+            body["top_logprobs"] = json!(CHOICE_TOP_LOGPROBS);
+        }
         if let OutputFormat::JsonSchema(schema) = &request.format {
             body["response_format"] = match json_mode {
                 JsonMode::Schema => json!({
@@ -273,7 +279,7 @@ impl OpenAiLlm {
         start: Instant,
         on_text: &mut dyn FnMut(&str),
         cancel: &CancelToken,
-    ) -> Result<Completion, LlmError> {
+    ) -> Result<(Completion, Option<Vec<(String, f64)>>), LlmError> {
         let mut state = StreamState::default();
         let mut reader = LineReader::new(response);
         let mut done = false;
@@ -331,7 +337,7 @@ impl OpenAiLlm {
                 state.text.len()
             )));
         };
-        Ok(state.into_completion(start, finish))
+        Ok(state.into_completion_with_logprobs(start, finish))
     }
 
     /// Handles a server that ignored `stream: true` and answered with one JSON document.
@@ -340,7 +346,7 @@ impl OpenAiLlm {
         response: Response,
         start: Instant,
         on_text: &mut dyn FnMut(&str),
-    ) -> Result<Completion, LlmError> {
+    ) -> Result<(Completion, Option<Vec<(String, f64)>>), LlmError> {
         let text = response
             .text()
             .await
@@ -353,11 +359,12 @@ impl OpenAiLlm {
         if let Some(content) = choice["message"]["content"].as_str() {
             state.push_text(content, on_text);
         }
+        state.apply_logprobs(&choice["logprobs"]);
         state.apply_usage(&reply);
         let finish = choice["finish_reason"]
             .as_str()
             .map_or(FinishReason::Stop, finish_reason);
-        Ok(state.into_completion(start, finish))
+        Ok(state.into_completion_with_logprobs(start, finish))
     }
 
     /// One call, holding one of the permits from before its first request until its reply has
@@ -433,6 +440,10 @@ impl OpenAiLlm {
             self.read_whole(response, start, on_text).await?
         } else {
             self.read_stream(response, start, on_text, cancel).await?
+        };
+        let completion = match &request.format {
+            OutputFormat::Choice(choices) => choice_completion(completion, choices),
+            _ => completion.0,
         };
         tracing::debug!(
             url = %self.url,
@@ -531,6 +542,9 @@ struct StreamState {
     usage: Option<Usage>,
     /// llama-server's own prompt-processing time (`timings.prompt_ms`), better than our estimate.
     server_prompt_eval: Option<Duration>,
+    /// The first generated token's `top_logprobs` (token, log-probability), when the server
+    /// gives them: what an [`OutputFormat::Choice`] call is answered from.
+    first_top_logprobs: Option<Vec<(String, f64)>>,
 }
 
 impl StreamState {
@@ -539,6 +553,7 @@ impl StreamState {
             if let Some(piece) = choice["delta"]["content"].as_str() {
                 self.push_text(piece, on_text);
             }
+            self.apply_logprobs(&choice["logprobs"]);
             if let Some(reason) = choice["finish_reason"].as_str() {
                 self.finish = Some(finish_reason(reason));
             }
@@ -557,6 +572,20 @@ impl StreamState {
         self.pieces += 1;
         self.text.push_str(piece);
         on_text(piece);
+    }
+
+    fn apply_logprobs(&mut self, logprobs: &Value) {
+        if self.first_top_logprobs.is_some() {
+            return;
+        }
+        let Some(top) = logprobs["content"][0]["top_logprobs"].as_array() else {
+            return;
+        };
+        self.first_top_logprobs = Some(
+            top.iter()
+                .filter_map(|t| Some((t["token"].as_str()?.to_string(), t["logprob"].as_f64()?)))
+                .collect(),
+        );
     }
 
     fn apply_usage(&mut self, chunk: &Value) {
@@ -579,6 +608,16 @@ impl StreamState {
                 self.server_prompt_eval = Some(Duration::from_secs_f64(ms / 1000.0));
             }
         }
+    }
+
+    /// The completion, with the first token's alternatives for a choice call.
+    fn into_completion_with_logprobs(
+        mut self,
+        start: Instant,
+        finish: FinishReason,
+    ) -> (Completion, Option<Vec<(String, f64)>>) {
+        let logprobs = self.first_top_logprobs.take();
+        (self.into_completion(start, finish), logprobs)
     }
 
     fn into_completion(self, start: Instant, finish: FinishReason) -> Completion {
@@ -607,6 +646,40 @@ impl StreamState {
             finish,
         }
     }
+}
+
+/// Alternatives asked for with a choice call: enough for every casing of yes and no.
+const CHOICE_TOP_LOGPROBS: u32 = 10;
+
+/// Answers a choice call: each choice's probability is the mass of the first token's
+/// alternatives that begin it (any case, leading space ignored). A server that gives no
+/// log-probabilities is judged by the token it wrote: probability 1 for the choice it begins.
+fn choice_completion(
+    (mut completion, logprobs): (Completion, Option<Vec<(String, f64)>>),
+    choices: &[String],
+) -> Completion {
+    let begins = |token: &str, choice: &str| {
+        let token = token.trim_start().to_lowercase();
+        !token.is_empty() && choice.to_lowercase().starts_with(&token)
+    };
+    let probabilities: Vec<f32> = match logprobs {
+        Some(top) if !top.is_empty() => choices
+            .iter()
+            .map(|c| {
+                top.iter()
+                    .filter(|(token, _)| begins(token, c))
+                    .map(|(_, lp)| lp.exp())
+                    .sum::<f64>() as f32
+            })
+            .collect(),
+        _ => choices
+            .iter()
+            .map(|c| f32::from(u8::from(begins(&completion.text, c))))
+            .collect(),
+    };
+    completion.text = serde_json::to_string(&super::ChoiceProbabilities { probabilities })
+        .unwrap_or_default();
+    completion
 }
 
 fn finish_reason(reason: &str) -> FinishReason {
