@@ -135,6 +135,45 @@ pub fn calibrate(scored: &[ScoredPair]) -> Calibration {
     }
 }
 
+/// Like [`calibrate`], but the threshold is the lowest cut-off (most recall) whose precision
+/// on the calibration half reaches `min_precision`; when none does, the F1 threshold. For a
+/// matcher whose false positives flatter the system measured (a need "addressed" by a report
+/// that knows nothing of its reader), precision comes first.
+pub fn calibrate_for_precision(scored: &[ScoredPair], min_precision: f32) -> Calibration {
+    let halves = split_groups(scored.iter().map(|s| s.group.as_str()));
+    let (calibration, held_out): (Vec<&ScoredPair>, Vec<&ScoredPair>) = scored
+        .iter()
+        .partition(|s| halves[&s.group] == Half::Calibration);
+    let mut scores: Vec<f32> = calibration.iter().map(|p| p.score).collect();
+    scores.sort_by(|a, b| b.total_cmp(a));
+    scores.dedup();
+    // From the highest cut-off down, the last one still precise enough (recall only grows).
+    let chosen = scores
+        .iter()
+        .enumerate()
+        .filter(|(_, &cut)| {
+            let m = prf(&calibration, cut);
+            m.recall > 0.0 && m.precision >= min_precision
+        })
+        .map(|(i, _)| i)
+        .last();
+    let threshold = match chosen {
+        Some(i) => match scores.get(i + 1) {
+            Some(&next_lower) => (scores[i] + next_lower) / 2.0,
+            None => scores[i],
+        },
+        None => best_threshold(&calibration),
+    };
+    Calibration {
+        threshold,
+        calibration: prf(&calibration, threshold),
+        held_out: prf(&held_out, threshold),
+    }
+}
+
+/// Precision the need matcher is calibrated for ([`calibrate_need`]).
+pub const NEED_MIN_PRECISION: f32 = 0.85;
+
 /// The threshold maximising F1 on `pairs`: the midpoint between the best cut-off score (ties:
 /// the higher) and the next lower score. No pairs: 0.5.
 pub fn best_threshold(pairs: &[&ScoredPair]) -> f32 {
@@ -206,16 +245,20 @@ pub fn calibrate_support(
     )))
 }
 
-/// Scores `pairs` with a [`NeedMatcher`] and calibrates its threshold on them.
+/// Scores `pairs` with a [`NeedMatcher`] and calibrates its threshold on them for precision
+/// ([`calibrate_for_precision`] at [`NEED_MIN_PRECISION`]).
 pub fn calibrate_need(
     embedder: &dyn Embedder,
     pairs: &[NeedPair],
 ) -> Result<Calibration, EvalError> {
     let scores = NeedMatcher::new(embedder, 0.0).score_pairs(pairs)?;
-    Ok(calibrate(&scored_pairs(
-        pairs.iter().map(|p| (p.group.as_str(), p.addresses)),
-        scores.iter().map(|s| s.combined),
-    )))
+    Ok(calibrate_for_precision(
+        &scored_pairs(
+            pairs.iter().map(|p| (p.group.as_str(), p.addresses)),
+            scores.iter().map(|s| s.combined),
+        ),
+        NEED_MIN_PRECISION,
+    ))
 }
 
 pub fn scored_pairs<'p>(
