@@ -132,6 +132,10 @@ pub enum EvalCommand {
         /// offline Wikipedia corpus holds their key points).
         #[arg(long, value_name = "N", default_value_t = QualityOptions::default().grounded_questions)]
         grounded_questions: usize,
+        /// Users (of the report sample) who ask another user's question with their own
+        /// history, to measure false personalisation.
+        #[arg(long, value_name = "N", default_value_t = QualityOptions::default().foreign_questions)]
+        foreign_questions: usize,
         /// The evaluation material with researchy-dev/ (answer coverage is skipped without it).
         #[arg(long, value_name = "DIR", env = "RUDDER_EVAL_DIR")]
         eval_dir: Option<PathBuf>,
@@ -222,6 +226,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
             systems,
             researchy_questions,
             grounded_questions,
+            foreign_questions,
             eval_dir,
             depth,
             breadth,
@@ -238,6 +243,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
                 systems,
                 researchy_questions,
                 grounded_questions,
+                foreign_questions,
                 depth,
                 breadth,
             };

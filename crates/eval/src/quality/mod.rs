@@ -110,6 +110,10 @@ pub struct QualityOptions {
     /// Corpus-grounded questions for answer coverage (`data/grounded.jsonl`; their key points
     /// are in the offline Wikipedia corpus, which the reports then need installed).
     pub grounded_questions: usize,
+    /// Users asked another user's question with their own history, to measure false
+    /// personalisation (the report states a need of theirs that belongs to another question).
+    /// Taken from the users of the report sample, in order; 0 skips the measure.
+    pub foreign_questions: usize,
     pub depth: u32,
     pub breadth: u32,
 }
@@ -119,10 +123,12 @@ impl Default for QualityOptions {
         QualityOptions {
             users: Vec::new(),
             profile_questions: 8,
-            report_questions: 2,
+            // 8 questions over the 8 users: 32 or more needs per system.
+            report_questions: 8,
             systems: ReportSystem::ALL.to_vec(),
             researchy_questions: 1,
             grounded_questions: 3,
+            foreign_questions: 4,
             depth: 1,
             breadth: 1,
         }
@@ -283,9 +289,30 @@ pub struct QualityRecords {
     pub retrieval: Option<RetrievalReport>,
     pub profiles: Vec<ProfileRecord>,
     pub reports: Vec<ReportRecord>,
+    /// History reports on another user's question ([`QualityOptions::foreign_questions`]):
+    /// each record's needs are the asking user's own (tone needs aside, which hold for every
+    /// question), so a need "addressed" is a need dragged in from another question.
+    #[serde(default)]
+    pub foreign: Vec<ReportRecord>,
     pub coverage: Vec<CoverageRecord>,
     pub failures: Vec<Failure>,
     pub seconds: f64,
+}
+
+impl QualityRecords {
+    /// The share of foreign-question reports that state a need of their user's (false
+    /// personalisation); `None` when none ran.
+    pub fn false_personalisation(&self) -> Option<f64> {
+        (!self.foreign.is_empty()).then(|| {
+            share(
+                self.foreign
+                    .iter()
+                    .filter(|r| !r.needs_addressed.is_empty())
+                    .count(),
+                self.foreign.len(),
+            )
+        })
+    }
 }
 
 impl QualityRecords {
@@ -391,6 +418,7 @@ pub fn run_quality(
         retrieval: None,
         profiles: Vec::new(),
         reports: Vec::new(),
+        foreign: Vec::new(),
         coverage: Vec::new(),
         failures: Vec::new(),
         seconds: 0.0,
@@ -526,6 +554,37 @@ pub fn run_quality(
     }
     if docs_empty {
         tracing::warn!(dir = %ctx.docs_dir.display(), "no document library: reports use history only");
+    }
+
+    // False personalisation: a user asks the next user's first question, whose subject their
+    // history says nothing about; the report must not state their needs for other questions.
+    let mut askers: Vec<&PlantedUser> = Vec::new();
+    for (u, _) in &report_sample {
+        if askers.len() < options.foreign_questions && !askers.iter().any(|a| a.id == u.id) {
+            askers.push(u);
+        }
+    }
+    for (index, user) in askers.iter().enumerate() {
+        let position = set.users.iter().position(|u| u.id == user.id).unwrap_or(0);
+        let Some(asked) = set.users[(position + 1) % set.users.len()].questions.first() else {
+            continue;
+        };
+        let item = format!("{}@{}", asked.id, user.id);
+        ctx.progress.note(&format!("false personalisation {item}"));
+        match foreign_run(ctx, options, &needs, &support, index, user, asked) {
+            Ok(record) => {
+                ctx.progress.note(&format!(
+                    "false personalisation {item}: {} of the user's needs stated",
+                    record.needs_addressed.len()
+                ));
+                records.foreign.push(record);
+            }
+            Err(e) => records.failures.push(Failure {
+                stage: "false personalisation".into(),
+                item,
+                error: e.to_string(),
+            }),
+        }
     }
 
     // 4. Answer coverage on Researchy questions (key points the corpus may not hold) and on
@@ -820,6 +879,62 @@ fn report_run(
         seconds,
         markdown: outcome.report.markdown.clone(),
     })
+}
+
+/// `user` asks `asked` (another user's question) with their own history: the profile Rudder
+/// builds for it, then the history report, scored against the user's own needs (all their
+/// questions', tone needs aside).
+#[allow(clippy::too_many_arguments)]
+fn foreign_run(
+    ctx: &QualityContext,
+    options: &QualityOptions,
+    needs: &NeedMatcher,
+    support: &SupportMatcher,
+    index: usize,
+    user: &PlantedUser,
+    asked: &PlantedQuestion,
+) -> Result<ReportRecord, EvalError> {
+    let dir = retrieval::scratch_dir(&ctx.work_dir.join("foreign"), index, &user.id)?;
+    let export = ctx.set_dir.join(&user.export);
+    let (mut history, _) = retrieval::import_scratch(&dir, &export, &user.id, ctx.progress)?;
+    history.embed_pending(ctx.embedder, &ctx.embed_model, ctx.progress)?;
+    let question = PlantedQuestion {
+        id: format!("{}@{}", asked.id, user.id),
+        query: asked.query.clone(),
+        needs: user
+            .questions
+            .iter()
+            .flat_map(|q| &q.needs)
+            .filter(|n| n.kind != rudder_synth::planted::NeedKind::Tone)
+            .cloned()
+            .collect(),
+        distractors: Vec::new(),
+    };
+    let models = RunModels {
+        llm: ctx.llm,
+        embedder: ctx.embedder,
+        embed_model: &ctx.embed_model,
+    };
+    let mut brief = Brief {
+        query: question.query.clone(),
+        ..Brief::default()
+    };
+    profile_brief(models, &mut history, &mut brief)
+        .map_err(|e| run_error(&question.id, "profile", e))?;
+    history.release_writer()?;
+    let history_dir = history.dir().to_path_buf();
+    drop(history);
+    let mut history = Some(History::open(&history_dir)?);
+    report_run(
+        ctx,
+        options,
+        needs,
+        support,
+        &question,
+        ReportSystem::History,
+        Some(brief.profile),
+        &mut history,
+    )
 }
 
 /// A `no-history` report on a Researchy or corpus-grounded question (`set`), and the share of

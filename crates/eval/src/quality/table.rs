@@ -98,6 +98,25 @@ pub fn markdown(r: &QualityRecords) -> String {
             mean(rs.iter().map(|x| x.seconds)).map_or("–".into(), |s| format!("{s:.0}")),
         );
     }
+    if let Some(share) = r.false_personalisation() {
+        let dragged: Vec<String> = r
+            .foreign
+            .iter()
+            .filter(|x| !x.needs_addressed.is_empty())
+            .map(|x| format!("{} ({})", x.question, list(&x.needs_addressed)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "\n**False personalisation:** {share:.2} of {} history reports on another user's \
+             question state a need of their own user's that belongs to another question{}.",
+            r.foreign.len(),
+            if dragged.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", dragged.join("; "))
+            }
+        );
+    }
     out.push_str(
         "\n*tokens*: prompt + generated tokens of the research run per report (every stage of \
          the loop; the history system's profile is counted under Cost, stage `profile`).\n",
