@@ -27,6 +27,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../prompts/profile_extract.md"),
     ),
     (
+        "profile_relevance",
+        include_str!("../prompts/profile_relevance.md"),
+    ),
+    (
         "profile_general",
         include_str!("../prompts/profile_general.md"),
     ),

@@ -54,6 +54,10 @@ pub struct ProfileArgs {
     /// Ignore the cache and build the profile again.
     #[arg(long)]
     fresh: bool,
+    /// The lowest P(yes) that a statement matters for the question (0 keeps every statement;
+    /// the default is calibrated for qwen2.5-coder-1.5b-instruct by `rudder eval relevance`).
+    #[arg(long, value_name = "P", default_value_t = rudder_relevance_default())]
+    relevance_threshold: f32,
     /// Print the general (whole-history) profile instead, updating it with new imports.
     #[arg(long, conflicts_with = "query")]
     general: bool,
@@ -153,6 +157,7 @@ pub fn run(ctx: &Ctx, args: ProfileArgs) -> anyhow::Result<ExitCode> {
             },
         },
         use_cache: !args.fresh,
+        relevance_threshold: args.relevance_threshold,
     };
     let with = embedder
         .as_ref()
@@ -350,4 +355,8 @@ fn print_you(view: &rudder::app::YouView) {
             }
         );
     }
+}
+
+fn rudder_relevance_default() -> f32 {
+    rudder::profile::relevance::RELEVANCE_THRESHOLD
 }

@@ -46,8 +46,10 @@ pub const QUESTION_THRESHOLD: f32 = 0.80;
 /// Phrases this close are one statement (their sessions united).
 pub const MERGE_THRESHOLD: f32 = 0.85;
 
-/// The lowest relevance grade kept: 2 = "probably changes the answer".
-pub const MIN_RELEVANCE: u8 = 2;
+/// The lowest relevance grade kept: 1 = "barely". The written grade is a poor judge (the 1.5B
+/// model grades a chicken-stock problem 2–3 for running shoes); it only refuses what the model
+/// itself calls irrelevant, and [`super::relevance`] judges the rest by probability.
+pub const MIN_RELEVANCE: u8 = 1;
 
 /// The grammar's cap on a phrase; a phrase that reaches it was cut off.
 const MAX_PHRASE_CHARS: usize = 90;
@@ -80,7 +82,12 @@ pub struct Phrase {
     pub rank: usize,
     pub text: String,
     pub kind: PhraseKind,
+    /// The grade the model wrote (0–3); only 0 ("not at all") is refused by it.
     pub relevance: u8,
+    /// The model's P(yes) that a careful advisor would take the phrase into account for the
+    /// question ([`super::relevance`]), once judged.
+    #[serde(default)]
+    pub probability: Option<f32>,
 }
 
 /// The extraction's result and cost.
@@ -444,6 +451,7 @@ fn ask_session(
                     text,
                     kind: answer.kind,
                     relevance: answer.relevance,
+                    probability: None,
                 });
                 break;
             }
@@ -605,6 +613,7 @@ pub(crate) mod tests {
                 text: "Recovering from patellofemoral knee pain".into(),
                 kind: PhraseKind::Constraint,
                 relevance: 3,
+                probability: None,
             }]
         );
     }

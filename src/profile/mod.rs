@@ -12,6 +12,7 @@ pub mod expand;
 pub mod extract;
 pub mod general;
 pub mod query_profile;
+pub mod relevance;
 pub mod retrieve;
 pub mod select;
 pub mod you;
@@ -56,6 +57,10 @@ pub struct ProfileOptions {
     pub selection: Selection,
     /// Reuse a cached profile for the same query and settings.
     pub use_cache: bool,
+    /// The lowest P(yes) that a careful advisor would take a statement into account for the
+    /// question ([`relevance`]); a statement below it is left out. 0 keeps every statement
+    /// (still judged, so its probability is recorded).
+    pub relevance_threshold: f32,
 }
 
 impl Default for ProfileOptions {
@@ -67,6 +72,7 @@ impl Default for ProfileOptions {
             candidates: 16,
             selection: Selection::default(),
             use_cache: true,
+            relevance_threshold: relevance::RELEVANCE_THRESHOLD,
         }
     }
 }
@@ -90,7 +96,7 @@ pub struct ProfileRun {
 }
 
 /// Names how profiles are built, for the cache key.
-const PROFILE_METHOD: &str = "extract-v1";
+const PROFILE_METHOD: &str = "extract-v2-relevance";
 
 fn cache_key(model: &str, query: &str, options: &ProfileOptions, unpersonalised: &str) -> String {
     let normalized = query
@@ -105,8 +111,13 @@ fn cache_key(model: &str, query: &str, options: &ProfileOptions, unpersonalised:
     h.update(PROFILE_METHOD);
     h.update([0]);
     h.update(
-        serde_json::to_string(&(options.expansion, options.candidates, options.selection))
-            .unwrap_or_default(),
+        serde_json::to_string(&(
+            options.expansion,
+            options.candidates,
+            options.selection,
+            options.relevance_threshold,
+        ))
+        .unwrap_or_default(),
     );
     h.update([0]);
     h.update(normalized);
@@ -207,12 +218,15 @@ fn inferred_query_profile(
     let shown = prefilter(history, embedder, query, loaded, options.selection)?;
     let selection_seconds = selection_started.elapsed().as_secs_f64();
     let vectors = embedder.map(|(e, _)| e);
-    let extracted = extract(llm, vectors, query, &shown)?;
+    let mut extracted = extract(llm, vectors, query, &shown)?;
     usage += extracted.usage;
     let generation_started = Instant::now();
+    let judged = judge_relevance(llm, query, &mut extracted, options.relevance_threshold)?;
+    usage += judged;
     let profile = query_profile::assemble(query, &extracted.phrases, vectors)?;
     let generation_seconds = extracted.seconds + generation_started.elapsed().as_secs_f64();
-    let generation_usage = extracted.usage;
+    let mut generation_usage = extracted.usage;
+    generation_usage += judged;
     let mut kept: Vec<Kept> = extracted
         .phrases
         .iter()
@@ -260,6 +274,31 @@ fn inferred_query_profile(
         .put_profile(&key, "query", Some(query), &run.model, &body, None, &cited)
         .map_err(HistoryError::from)?;
     Ok(run)
+}
+
+/// Judges every extracted phrase by the model's P(yes) that it matters for `query` and keeps
+/// those at or above `threshold`, recording each one's probability. Returns the calls' cost.
+fn judge_relevance(
+    llm: &dyn Llm,
+    query: &str,
+    extracted: &mut Extracted,
+    threshold: f32,
+) -> Result<Usage, ProfileError> {
+    if extracted.phrases.is_empty() {
+        return Ok(Usage::default());
+    }
+    let texts: Vec<&str> = extracted.phrases.iter().map(|p| p.text.as_str()).collect();
+    let (probabilities, usage) = relevance::relevance(llm, query, &texts)?;
+    let phrases = std::mem::take(&mut extracted.phrases);
+    for (mut phrase, p) in phrases.into_iter().zip(probabilities) {
+        phrase.probability = Some(p);
+        if p >= threshold {
+            extracted.phrases.push(phrase);
+        } else {
+            tracing::debug!(phrase = %phrase.text, probability = p, "profile phrase not relevant to the question");
+        }
+    }
+    Ok(usage)
 }
 
 /// The general profile: cached, refreshed with the sessions imported since it was made.

@@ -254,7 +254,15 @@ pub fn assemble(
     embedder: Option<&dyn Embedder>,
 ) -> Result<QueryProfile, ProfileError> {
     let mut ordered: Vec<&Phrase> = phrases.iter().collect();
-    ordered.sort_by_key(|p| (std::cmp::Reverse(p.relevance), p.rank));
+    // Most probably relevant first (then the written grade, then retrieval order): a merged
+    // statement keeps its best phrase's wording.
+    ordered.sort_by(|a, b| {
+        let pa = a.probability.unwrap_or(0.0);
+        let pb = b.probability.unwrap_or(0.0);
+        pb.total_cmp(&pa)
+            .then(b.relevance.cmp(&a.relevance))
+            .then(a.rank.cmp(&b.rank))
+    });
     let vectors: Vec<Option<Vec<f32>>> = match embedder {
         Some(e) if !ordered.is_empty() => {
             let texts: Vec<&str> = ordered.iter().map(|p| p.text.as_str()).collect();
@@ -332,6 +340,7 @@ mod tests {
             text: text.to_string(),
             kind,
             relevance,
+            probability: None,
         }
     }
 

@@ -325,6 +325,7 @@ mod tests {
             text: text.into(),
             kind,
             relevance: 2,
+            probability: None,
         };
         assemble(
             "q",

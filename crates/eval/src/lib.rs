@@ -8,6 +8,8 @@
 //! * [`matchers`] — judge-free support and need matchers, calibrated on labelled pairs.
 //! * [`quality`] — what the user gets, without a large judge: planted-needs users, calibrated
 //!   embedding [`matchers`], profile need recall, report need uptake and hygiene.
+//! * [`relevance`] — the profile's relevance judge (the model's P(yes)), calibrated on
+//!   labelled (question, statement) pairs.
 
 pub mod cases;
 pub mod judge;
@@ -15,6 +17,7 @@ pub mod matchers;
 pub mod persona;
 mod prompts;
 pub mod quality;
+pub mod relevance;
 pub mod retrieval;
 pub mod runner;
 pub mod summary;

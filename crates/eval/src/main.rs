@@ -98,6 +98,21 @@ pub enum EvalCommand {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// Calibrate the profile's relevance judge: the chat model's P(yes) that a careful advisor
+    /// would take a statement about the user into account, on labelled (question, statement)
+    /// pairs from the planted-needs set and crates/eval/data/relevance_pairs.jsonl. Writes
+    /// DIR/table.md and DIR/records.json.
+    Relevance {
+        /// Where table.md and records.json go.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The planted-needs set's folder; written there from --seed when it has no
+        /// labels.json yet (default: DIR/set).
+        #[arg(long, value_name = "DIR")]
+        set: Option<PathBuf>,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
     /// What the user gets, measured without a large judge: retrieval of planted needs,
     /// profile need recall and citation precision, report need uptake for no-history, history
     /// and oracle systems, report hygiene, answer coverage and cost per stage. Writes
@@ -216,6 +231,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
             build_cases(ctx, &eval_dir, &split, &options, &out)
         }
         EvalCommand::Table { runs, out } => merge_runs(&runs, &out),
+        EvalCommand::Relevance { out, set, seed } => relevance(ctx, &out, set, seed),
         EvalCommand::Quality {
             out,
             set,
@@ -715,6 +731,27 @@ fn retrieval(
         );
         return Ok(ExitCode::FAILURE);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn relevance(
+    ctx: &Ctx,
+    out: &std::path::Path,
+    set_dir: Option<PathBuf>,
+    seed: u64,
+) -> anyhow::Result<ExitCode> {
+    use rudder_eval::relevance::{calibrate_relevance, markdown, planted_pairs, shipped_pairs};
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let set_dir = set_dir.unwrap_or_else(|| out.join("set"));
+    let set = rudder_eval::quality::open_or_write_set(&set_dir, seed)?;
+    let store = ModelStore::open(&ctx.paths)?;
+    let llm = rudder::llm::open_chat(&store, &ctx.settings, ctx.model.as_deref())?;
+    let mut pairs = planted_pairs(&set);
+    pairs.extend(shipped_pairs());
+    let progress = CountProgress::default();
+    let report = calibrate_relevance(llm.as_ref(), &pairs, &progress)?;
+    rudder_eval::relevance::write(out, &report)?;
+    println!("{}", markdown(&report));
     Ok(ExitCode::SUCCESS)
 }
 

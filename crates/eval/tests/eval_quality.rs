@@ -83,6 +83,7 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
         researchy_questions: 1,
         // The test's library is one tea note, not the Wikipedia corpus.
         grounded_questions: 0,
+        foreign_questions: 1,
         depth: 0,
         breadth: 1,
     };
@@ -163,6 +164,18 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
         assert!(c.false_not_covered.len() <= c.not_covered, "{c:?}");
     }
 
+    // False personalisation: the first user asks the second user's first question with their
+    // own history, scored against the first user's needs (tone needs aside).
+    assert_eq!(records.foreign.len(), 1);
+    let foreign = &records.foreign[0];
+    assert_eq!(
+        foreign.question,
+        format!("{}@{}", set.users[1].questions[0].id, set.users[0].id)
+    );
+    assert_eq!(foreign.system, ReportSystem::History);
+    assert!(foreign.needs > 0 && foreign.needs_addressed.len() <= foreign.needs);
+    assert!(records.false_personalisation().is_some());
+
     assert_eq!(records.coverage.len(), 1);
     let c = &records.coverage[0];
     assert_eq!(c.key_points, 2);
@@ -181,6 +194,7 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
         "key-point recall",
         "finding coverage",
         "Cost per stage",
+        "False personalisation",
         &first_questions[0],
     ] {
         assert!(table.contains(needle), "{needle:?} missing from\n{table}");

@@ -45,6 +45,7 @@ use hygiene::{Hygiene, ReportText};
 use rudder::config::ResearchDefaults;
 use rudder::embed::Embedder;
 use rudder::history::{History, Progress};
+use rudder::research::report::NOT_COVERED_OPENING;
 use rudder::llm::replay::Metered;
 use rudder::llm::{Llm, Usage};
 use rudder::research::events::Collect;
@@ -859,10 +860,12 @@ fn report_run(
     }
     let (outcome, cost, seconds) = result?;
     let text = ReportText::from_report(&outcome.report, &outcome.evidence);
+    // A sentence saying the sources do not cover a need names it without meeting it.
     let sentences: Vec<String> = text
         .content_sentences()
         .into_iter()
         .map(|(s, _)| s)
+        .filter(|s| !s.trim_start().starts_with(NOT_COVERED_OPENING))
         .collect();
     let addressed = needs_addressed(needs, &sentences, &question.needs)?;
     let distinct = findings::distinct_findings(&outcome.learnings, ctx.embedder)?;
