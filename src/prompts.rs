@@ -168,6 +168,7 @@ mod tests {
                 minijinja::context! {
                     json => false, query => "best tent?", sessions => sessions.clone(),
                     notes => Vec::<String>::new(), previous => "", session => "Searched: tent",
+                    statement => "Owns a tent",
                 },
             )
             .unwrap();

@@ -372,6 +372,12 @@ fn probability_of_yes_reads_the_first_tokens_probabilities() {
     let (yes, _) = rudder::llm::probability_of_yes(llm, say("yes")).unwrap();
     let (again, _) = rudder::llm::probability_of_yes(llm, say("yes")).unwrap();
     let (no, _) = rudder::llm::probability_of_yes(llm, say("no")).unwrap();
-    assert!((yes - again).abs() < 1e-3, "not deterministic: {yes} then {again}");
-    assert!(yes > 0.5 && no < 0.5, "P(yes): told yes {yes}, told no {no}");
+    assert!(
+        (yes - again).abs() < 1e-3,
+        "not deterministic: {yes} then {again}"
+    );
+    assert!(
+        yes > 0.5 && no < 0.5,
+        "P(yes): told yes {yes}, told no {no}"
+    );
 }

@@ -50,7 +50,7 @@ fn profile_with_the_real_model_cites_only_sessions_it_was_shown_and_nothing_gene
     let options = ProfileOptions {
         expansion: ExpansionMode::Cot,
         candidates: 8,
-        relevance_threshold: 0.0,
+        relevance_threshold: -1.0,
         ..ProfileOptions::default()
     };
     let run = rudder::profile::query_profile(&llm, &mut history, with, query, &options).unwrap();
@@ -193,7 +193,7 @@ fn cheap_options() -> ProfileOptions {
         use_cache: true,
         // SmolLM2-135M's P(yes) is noise (it says "no" to most questions): keep every
         // statement, still judged, so the phrases these tests look at stay.
-        relevance_threshold: 0.0,
+        relevance_threshold: -1.0,
     }
 }
 

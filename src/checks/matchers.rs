@@ -385,8 +385,8 @@ const ADVICE_VERBS: &[&str] = &[
 
 /// Openers that apply the reader's situation ("Given your knee, …", "Within a $120 budget, …").
 const SITUATION_OPENERS: &[&str] = &[
-    "as", "at", "because", "below", "for", "given", "if", "on", "since", "under", "when",
-    "while", "with", "within",
+    "as", "at", "because", "below", "for", "given", "if", "on", "since", "under", "when", "while",
+    "with", "within",
 ];
 
 /// Whether `sentence` is advice to its reader: it speaks to them (you, your), opens with a verb

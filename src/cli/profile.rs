@@ -54,9 +54,10 @@ pub struct ProfileArgs {
     /// Ignore the cache and build the profile again.
     #[arg(long)]
     fresh: bool,
-    /// The lowest P(yes) that a statement matters for the question (0 keeps every statement;
-    /// the default is calibrated for qwen2.5-coder-1.5b-instruct by `rudder eval relevance`).
-    #[arg(long, value_name = "P", default_value_t = rudder_relevance_default())]
+    /// The lowest relevance score a statement needs (P(yes) that it matters for the question,
+    /// less its P(yes) where nothing personal matters; -1 keeps every statement; the default is
+    /// calibrated for qwen2.5-coder-1.5b-instruct by `rudder eval relevance`).
+    #[arg(long, value_name = "SCORE", allow_negative_numbers = true, default_value_t = rudder_relevance_default())]
     relevance_threshold: f32,
     /// Print the general (whole-history) profile instead, updating it with new imports.
     #[arg(long, conflicts_with = "query")]

@@ -366,7 +366,10 @@ pub fn choice_probabilities(
     let completion = llm.complete_text(&request)?;
     let value: ChoiceProbabilities = parse_json(&completion.text)?;
     if value.probabilities.len() != choices.len()
-        || value.probabilities.iter().any(|p| !p.is_finite() || *p < 0.0)
+        || value
+            .probabilities
+            .iter()
+            .any(|p| !p.is_finite() || *p < 0.0)
     {
         return Err(LlmError::InvalidOutput {
             message: format!("expected {} probabilities", choices.len()),
@@ -388,7 +391,11 @@ pub fn probability_of_yes(
 ) -> Result<(f32, Completion), LlmError> {
     let answer = choice_probabilities(llm, messages, &["yes", "no"])?;
     let (yes, no) = (answer.value.probabilities[0], answer.value.probabilities[1]);
-    let p = if yes + no > 0.0 { yes / (yes + no) } else { 0.5 };
+    let p = if yes + no > 0.0 {
+        yes / (yes + no)
+    } else {
+        0.5
+    };
     Ok((p, answer.completion))
 }
 

@@ -677,8 +677,8 @@ fn choice_completion(
             .map(|c| f32::from(u8::from(begins(&completion.text, c))))
             .collect(),
     };
-    completion.text = serde_json::to_string(&super::ChoiceProbabilities { probabilities })
-        .unwrap_or_default();
+    completion.text =
+        serde_json::to_string(&super::ChoiceProbabilities { probabilities }).unwrap_or_default();
     completion
 }
 

@@ -84,8 +84,8 @@ pub struct Phrase {
     pub kind: PhraseKind,
     /// The grade the model wrote (0–3); only 0 ("not at all") is refused by it.
     pub relevance: u8,
-    /// The model's P(yes) that a careful advisor would take the phrase into account for the
-    /// question ([`super::relevance`]), once judged.
+    /// Its relevance score for the question ([`super::relevance::Judged::score`]), once
+    /// judged.
     #[serde(default)]
     pub probability: Option<f32>,
 }
@@ -591,7 +591,9 @@ pub(crate) mod tests {
             if p.contains("pasta") {
                 reply("nothing", "preference", 0)
             } else if p.contains("weather") {
-                reply("checks the weather forecast", "preference", 1)
+                // The grade only refuses what the model calls irrelevant; the rest is judged
+                // by probability (`profile::relevance`).
+                reply("checks the weather forecast", "preference", 0)
             } else {
                 reply("recovering from patellofemoral knee pain", "constraint", 3)
             }

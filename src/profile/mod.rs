@@ -57,9 +57,10 @@ pub struct ProfileOptions {
     pub selection: Selection,
     /// Reuse a cached profile for the same query and settings.
     pub use_cache: bool,
-    /// The lowest P(yes) that a careful advisor would take a statement into account for the
-    /// question ([`relevance`]); a statement below it is left out. 0 keeps every statement
-    /// (still judged, so its probability is recorded).
+    /// The lowest relevance score ([`relevance::Judged::score`]: P(yes) that a careful advisor
+    /// would take a statement into account for the question, less the statement's P(yes) for
+    /// questions where nothing personal matters); a statement below it is left out. -1 keeps
+    /// every statement (still judged, so its score is recorded).
     pub relevance_threshold: f32,
 }
 
@@ -288,14 +289,19 @@ fn judge_relevance(
         return Ok(Usage::default());
     }
     let texts: Vec<&str> = extracted.phrases.iter().map(|p| p.text.as_str()).collect();
-    let (probabilities, usage) = relevance::relevance(llm, query, &texts)?;
+    let (judged, usage) = relevance::relevance(llm, query, &texts)?;
     let phrases = std::mem::take(&mut extracted.phrases);
-    for (mut phrase, p) in phrases.into_iter().zip(probabilities) {
-        phrase.probability = Some(p);
-        if p >= threshold {
+    for (mut phrase, j) in phrases.into_iter().zip(judged) {
+        phrase.probability = Some(j.score());
+        if j.score() >= threshold {
             extracted.phrases.push(phrase);
         } else {
-            tracing::debug!(phrase = %phrase.text, probability = p, "profile phrase not relevant to the question");
+            tracing::debug!(
+                phrase = %phrase.text,
+                probability = j.probability,
+                bias = j.bias,
+                "profile phrase not relevant to the question"
+            );
         }
     }
     Ok(usage)

@@ -7,8 +7,11 @@
 //! instructions and the question as a prefix every statement of the question shares (the fact
 //! comes last in `prompts/profile_relevance.md`, so llama.cpp reads only the fact again).
 //!
-//! A statement is kept when its probability reaches [`RELEVANCE_THRESHOLD`], calibrated by
-//! `rudder eval relevance` on labelled (question, statement) pairs.
+//! Some statements draw a yes whatever the question; the same statement is asked about
+//! [`CONTRAST_QUESTIONS`] too, where nothing personal matters, and the judge's score is how much
+//! more the model says yes for this question ([`Judged::score`]). A statement is kept when its
+//! score reaches [`RELEVANCE_THRESHOLD`], calibrated by `rudder eval relevance` on labelled
+//! (question, statement) pairs.
 
 use super::ProfileError;
 use crate::llm::{map_concurrent, probability_of_yes, Llm, Message, Usage};
@@ -29,25 +32,66 @@ pub fn relevance_messages(query: &str, statement: &str) -> Result<Vec<Message>, 
     Ok(vec![Message::user(prompt)])
 }
 
-/// P(yes) that each statement matters for `query`, in order, with what the calls cost. The
-/// statements are independent calls, made as many at once as the model serves.
+/// Questions where nothing about a person matters. A statement's P(yes) for them is its bias:
+/// what the model says for that statement whatever the question ("is a complete novice with
+/// computers" gets 0.8 for a training plan). Subtracting it (contextual calibration) lifts the
+/// judge's AUC on the labelled pairs (see the README).
+pub const CONTRAST_QUESTIONS: &[&str] = &[
+    "What is the capital of Australia?",
+    "How do I convert degrees Celsius to Fahrenheit?",
+];
+
+/// One statement's judgement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Judged {
+    /// P(yes) for the question.
+    pub probability: f32,
+    /// The mean P(yes) for [`CONTRAST_QUESTIONS`].
+    pub bias: f32,
+}
+
+impl Judged {
+    /// What the threshold is compared with: how much more the model says yes for this
+    /// question than for one where nothing personal matters.
+    pub fn score(&self) -> f32 {
+        self.probability - self.bias
+    }
+}
+
+/// Judges each statement for `query`, in order, with what the calls cost: one forward pass for
+/// the question and one per contrast question. The calls are independent and made as many at
+/// once as the model serves.
 pub fn relevance(
     llm: &dyn Llm,
     query: &str,
     statements: &[&str],
-) -> Result<(Vec<f32>, Usage), ProfileError> {
-    let answers = map_concurrent(llm.parallelism(), statements, |_, statement| {
-        let messages = relevance_messages(query, statement)?;
+) -> Result<(Vec<Judged>, Usage), ProfileError> {
+    let questions: Vec<&str> = std::iter::once(query)
+        .chain(CONTRAST_QUESTIONS.iter().copied())
+        .collect();
+    let calls: Vec<(&str, &str)> = statements
+        .iter()
+        .flat_map(|s| questions.iter().map(move |q| (*q, *s)))
+        .collect();
+    let answers = map_concurrent(llm.parallelism(), &calls, |_, (question, statement)| {
+        let messages = relevance_messages(question, statement)?;
         probability_of_yes(llm, messages).map_err(ProfileError::from)
     });
     let mut usage = Usage::default();
-    let mut out = Vec::with_capacity(statements.len());
+    let mut probabilities = Vec::with_capacity(calls.len());
     for answer in answers {
         let (p, completion) = answer?;
         usage += completion.usage;
-        out.push(p);
+        probabilities.push(p);
     }
-    Ok((out, usage))
+    let judged = probabilities
+        .chunks(questions.len())
+        .map(|ps| Judged {
+            probability: ps[0],
+            bias: ps[1..].iter().sum::<f32>() / (ps.len() - 1) as f32,
+        })
+        .collect();
+    Ok((judged, usage))
 }
 
 #[cfg(test)]
@@ -58,33 +102,48 @@ mod tests {
     #[test]
     fn each_statement_is_one_call_with_the_question_before_the_fact() {
         let llm = ScriptedLlm::new(|prompt| {
-            if prompt.ends_with("Has knee pain") {
+            if !prompt.contains("running shoes") {
+                // A contrast question: the statement's bias.
+                r#"{"probabilities":[0.2,0.6]}"#.to_string()
+            } else if prompt.ends_with("Has knee pain") {
                 r#"{"probabilities":[0.6,0.2]}"#.to_string()
             } else {
                 r#"{"probabilities":[0.1,0.7]}"#.to_string()
             }
         });
-        let (p, usage) = relevance(
+        let (judged, usage) = relevance(
             &llm,
             "Which running shoes should I buy?",
             &["Has knee pain", "Has a problem with chicken stock"],
         )
         .unwrap();
-        assert_eq!(p.len(), 2);
-        assert!((p[0] - 0.75).abs() < 1e-6, "{p:?}");
-        assert!((p[1] - 0.125).abs() < 1e-6, "{p:?}");
-        assert_eq!(usage.calls, 2);
-        let prompts = llm.prompts();
+        assert_eq!(judged.len(), 2);
+        assert!((judged[0].probability - 0.75).abs() < 1e-6, "{judged:?}");
+        assert!((judged[0].bias - 0.25).abs() < 1e-6, "{judged:?}");
+        assert!((judged[0].score() - 0.5).abs() < 1e-6, "{judged:?}");
+        assert!(
+            (judged[1].score() - (0.125 - 0.25)).abs() < 1e-6,
+            "{judged:?}"
+        );
+        assert_eq!(usage.calls, 2 * (1 + CONTRAST_QUESTIONS.len()) as u64);
+        let prompts = llm.prompts_with("running shoes");
+        assert_eq!(prompts.len(), 2);
         let first = &prompts[0];
         let question = first.find("Which running shoes").unwrap();
         let fact = first.find("Has knee pain").unwrap();
-        assert!(question < fact, "the fact must come last so the question is a shared prefix");
-        // The two prompts share everything up to the fact.
+        assert!(
+            question < fact,
+            "the fact must come last so the question is a shared prefix"
+        );
+        // The two statements' prompts for the question share everything up to the fact.
         let shared = first
             .chars()
             .zip(prompts[1].chars())
             .take_while(|(a, b)| a == b)
             .count();
-        assert!(shared >= first.find("Fact:").unwrap(), "shared prefix {shared}");
+        assert!(
+            shared >= first.find("Fact:").unwrap(),
+            "shared prefix {shared}"
+        );
     }
 }

@@ -33,12 +33,17 @@ pub struct RelevancePair {
     pub relevant: bool,
 }
 
-/// A pair with the model's P(yes).
+/// A pair with the model's judgement.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ScoredRelevance {
     #[serde(flatten)]
     pub pair: RelevancePair,
+    /// P(yes) for the pair's question.
     pub probability: f32,
+    /// The statement's mean P(yes) for the contrast questions.
+    pub bias: f32,
+    /// `probability - bias`: what the threshold is compared with.
+    pub score: f32,
 }
 
 /// What one calibration measured.
@@ -47,7 +52,13 @@ pub struct RelevanceReport {
     pub model: String,
     pub pairs: usize,
     pub positives: usize,
+    /// The threshold on the score (P(yes) less the statement's bias), as the profile uses it.
     pub calibration: Calibration,
+    /// The same on P(yes) alone, for comparison.
+    pub calibration_without_contrast: Calibration,
+    /// Area under the ROC curve of the score and of P(yes) alone.
+    pub auc: f32,
+    pub auc_without_contrast: f32,
     pub usage: Usage,
     pub seconds: f64,
     pub scored: Vec<ScoredRelevance>,
@@ -116,19 +127,19 @@ pub fn calibrate_relevance(
     for (i, query) in queries.iter().enumerate() {
         let of_query: Vec<&RelevancePair> = pairs.iter().filter(|p| p.query == *query).collect();
         let statements: Vec<&str> = of_query.iter().map(|p| p.statement.as_str()).collect();
-        let (probabilities, cost) =
-            rudder::profile::relevance::relevance(llm, query, &statements).map_err(|e| {
-                EvalError::Run {
-                    case: query.to_string(),
-                    system: "relevance".into(),
-                    message: e.to_string(),
-                }
+        let (judged, cost) = rudder::profile::relevance::relevance(llm, query, &statements)
+            .map_err(|e| EvalError::Run {
+                case: query.to_string(),
+                system: "relevance".into(),
+                message: e.to_string(),
             })?;
         usage += cost;
-        for (pair, probability) in of_query.into_iter().zip(probabilities) {
+        for (pair, j) in of_query.into_iter().zip(judged) {
             scored.push(ScoredRelevance {
                 pair: pair.clone(),
-                probability,
+                probability: j.probability,
+                bias: j.bias,
+                score: j.score(),
             });
         }
         progress.note(&format!(
@@ -138,21 +149,60 @@ pub fn calibrate_relevance(
             scored.len()
         ));
     }
-    let calibration = calibrate(&scored_pairs(
+    let labels = || {
         scored
             .iter()
-            .map(|s| (s.pair.group.as_str(), s.pair.relevant)),
+            .map(|s| (s.pair.group.as_str(), s.pair.relevant))
+    };
+    let calibration = calibrate(&scored_pairs(labels(), scored.iter().map(|s| s.score)));
+    let calibration_without_contrast = calibrate(&scored_pairs(
+        labels(),
         scored.iter().map(|s| s.probability),
     ));
+    let auc = area_under_roc(&scored, |s| s.score);
+    let auc_without_contrast = area_under_roc(&scored, |s| s.probability);
     Ok(RelevanceReport {
         model: llm.model_name().to_string(),
         pairs: scored.len(),
         positives: scored.iter().filter(|s| s.pair.relevant).count(),
         calibration,
+        calibration_without_contrast,
+        auc,
+        auc_without_contrast,
         usage,
         seconds: started.elapsed().as_secs_f64(),
         scored,
     })
+}
+
+/// The chance that a relevant pair scores above an irrelevant one (ties count half).
+pub fn area_under_roc(scored: &[ScoredRelevance], key: impl Fn(&ScoredRelevance) -> f32) -> f32 {
+    let positives: Vec<f32> = scored
+        .iter()
+        .filter(|s| s.pair.relevant)
+        .map(&key)
+        .collect();
+    let negatives: Vec<f32> = scored
+        .iter()
+        .filter(|s| !s.pair.relevant)
+        .map(&key)
+        .collect();
+    if positives.is_empty() || negatives.is_empty() {
+        return 0.5;
+    }
+    let mut wins = 0.0;
+    for p in &positives {
+        for n in &negatives {
+            wins += if p > n {
+                1.0
+            } else if p == n {
+                0.5
+            } else {
+                0.0
+            };
+        }
+    }
+    wins / (positives.len() * negatives.len()) as f32
 }
 
 /// The report as Markdown: the calibration, then the worst mistakes at the threshold.
@@ -160,16 +210,29 @@ pub fn markdown(r: &RelevanceReport) -> String {
     use std::fmt::Write;
     let c = &r.calibration;
     let mut out = format!(
-        "# Relevance judge — model {}\n\n{} pairs ({} relevant); P(yes) threshold {:.3}\n\n\
-         | half | precision | recall | F1 | pairs |\n|---|---|---|---|---|\n",
-        r.model, r.pairs, r.positives, c.threshold
+        "# Relevance judge — model {}\n\n{} pairs ({} relevant)\n\n\
+         | score | threshold | AUC | half | precision | recall | F1 | pairs |\n\
+         |---|---|---|---|---|---|---|---|\n",
+        r.model, r.pairs, r.positives
     );
-    for (name, m) in [("calibration", &c.calibration), ("held out", &c.held_out)] {
-        let _ = writeln!(
-            out,
-            "| {name} | {:.2} | {:.2} | {:.2} | {} |",
-            m.precision, m.recall, m.f1, m.pairs
-        );
+    for (name, cal, auc) in [
+        ("P(yes) - bias (used)", c, r.auc),
+        (
+            "P(yes) alone",
+            &r.calibration_without_contrast,
+            r.auc_without_contrast,
+        ),
+    ] {
+        for (half, m) in [
+            ("calibration", &cal.calibration),
+            ("held out", &cal.held_out),
+        ] {
+            let _ = writeln!(
+                out,
+                "| {name} | {:.3} | {auc:.3} | {half} | {:.2} | {:.2} | {:.2} | {} |",
+                cal.threshold, m.precision, m.recall, m.f1, m.pairs
+            );
+        }
     }
     let _ = writeln!(
         out,
@@ -179,18 +242,19 @@ pub fn markdown(r: &RelevanceReport) -> String {
     let mut wrong: Vec<&ScoredRelevance> = r
         .scored
         .iter()
-        .filter(|s| (s.probability >= c.threshold) != s.pair.relevant)
+        .filter(|s| (s.score >= c.threshold) != s.pair.relevant)
         .collect();
     wrong.sort_by(|a, b| {
-        let da = (a.probability - c.threshold).abs();
-        let db = (b.probability - c.threshold).abs();
+        let da = (a.score - c.threshold).abs();
+        let db = (b.score - c.threshold).abs();
         db.total_cmp(&da)
     });
-    out.push_str("## Mistakes, most confident first\n\n| P(yes) | label | question | statement |\n|---|---|---|---|\n");
+    out.push_str("## Mistakes, most confident first\n\n| score | P(yes) | label | question | statement |\n|---|---|---|---|---|\n");
     for s in wrong.iter().take(20) {
         let _ = writeln!(
             out,
-            "| {:.2} | {} | {} | {} |",
+            "| {:.2} | {:.2} | {} | {} | {} |",
+            s.score,
             s.probability,
             if s.pair.relevant { "relevant" } else { "not" },
             s.pair.query,
@@ -206,7 +270,8 @@ pub fn write(out: &Path, report: &RelevanceReport) -> Result<(), EvalError> {
     let table = out.join("table.md");
     std::fs::write(&table, markdown(report)).map_err(|e| EvalError::io(&table, e))?;
     let records = out.join("records.json");
-    let json = serde_json::to_string_pretty(report).map_err(|e| EvalError::Config(e.to_string()))?;
+    let json =
+        serde_json::to_string_pretty(report).map_err(|e| EvalError::Config(e.to_string()))?;
     std::fs::write(&records, json).map_err(|e| EvalError::io(&records, e))?;
     Ok(())
 }

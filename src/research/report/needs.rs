@@ -28,7 +28,7 @@ pub fn needs_from(profile: &str, checklist: &[String]) -> Vec<String> {
                 let item = item
                     .strip_prefix(crate::profile::query_profile::SAID_PREFIX)
                     .unwrap_or(item);
-                statements.push(item.trim().to_string());
+                statements.push(to_reader(item.trim()));
             }
         } else if !line.is_empty() {
             // A criterion header ("Emphasize:") or another line ("Domain: work — …").
@@ -64,6 +64,65 @@ pub fn needs_from(profile: &str, checklist: &[String]) -> Vec<String> {
         }
     }
     out
+}
+
+/// A profile statement about the user ("Has wide feet", "She is recovering from knee pain",
+/// "Recovering from knee pain") as said to them ("you have wide feet", "you are recovering
+/// from knee pain"), so the report speaks to its reader instead of pasting a profile line.
+/// A statement that does not open with a verb about the user is returned as it is.
+pub fn to_reader(statement: &str) -> String {
+    let words: Vec<&str> = statement.split_whitespace().collect();
+    let Some(&first) = words.first() else {
+        return String::new();
+    };
+    // "The user has …", "She is …": the subject goes, "you" takes its place.
+    let subject = matches!(
+        first.to_lowercase().as_str(),
+        "she" | "he" | "they" | "user"
+    ) || (first.eq_ignore_ascii_case("the")
+        && words.get(1).is_some_and(|w| w.eq_ignore_ascii_case("user")));
+    let skip = match (subject, first.eq_ignore_ascii_case("the")) {
+        (true, true) => 2,
+        (true, false) => 1,
+        _ => 0,
+    };
+    let Some(verb) = words.get(skip) else {
+        return statement.to_string();
+    };
+    let rest = words[skip + 1..].join(" ");
+    let lower = verb.to_lowercase();
+    let said = match lower.as_str() {
+        "has" => Some("you have".to_string()),
+        "is" => Some("you are".to_string()),
+        "was" => Some("you were".to_string()),
+        "does" => Some("you do".to_string()),
+        "doesn't" => Some("you don't".to_string()),
+        "isn't" => Some("you aren't".to_string()),
+        "can" | "cannot" | "can't" | "will" | "would" | "should" | "must" => {
+            Some(format!("you {lower}"))
+        }
+        // "wants", "prefers", "owns", "works": the third-person -s goes.
+        v if v.len() > 3
+            && v.ends_with('s')
+            && !v.ends_with("ss")
+            && v.chars().all(|c| c.is_ascii_lowercase()) =>
+        {
+            let base = v
+                .strip_suffix("es")
+                .filter(|b| b.ends_with("sh") || b.ends_with("ch"));
+            Some(format!("you {}", base.unwrap_or(&v[..v.len() - 1])))
+        }
+        // "Recovering from knee pain", "Training for a half marathon".
+        v if v.len() > 4 && v.ends_with("ing") && v.chars().all(|c| c.is_ascii_lowercase()) => {
+            Some(format!("you are {v}"))
+        }
+        _ => None,
+    };
+    match said {
+        Some(opening) if rest.is_empty() => opening,
+        Some(opening) => format!("{opening} {rest}"),
+        None => statement.to_string(),
+    }
 }
 
 /// Openers of checklist items and profile statements that say how the need was phrased, not
@@ -242,8 +301,8 @@ mod tests {
         assert_eq!(
             needs,
             vec![
-                "Has a knee injury",
-                "Wants shoes under $100",
+                "you have a knee injury",
+                "you want shoes under $100",
                 "Covers the cost of running shoes"
             ]
         );
@@ -270,6 +329,37 @@ mod tests {
             uncovered_sentence(&["a budget".into(), "safety".into()]),
             "The sources found do not cover: a budget; safety."
         );
+    }
+
+    #[test]
+    fn profile_statements_are_said_to_the_reader() {
+        for (statement, said) in [
+            (
+                "Has wide feet with flat arches",
+                "you have wide feet with flat arches",
+            ),
+            (
+                "She is recovering from patellofemoral knee pain",
+                "you are recovering from patellofemoral knee pain",
+            ),
+            (
+                "Recovering from patellofemoral knee pain",
+                "you are recovering from patellofemoral knee pain",
+            ),
+            (
+                "Wants short answers in bullet points",
+                "you want short answers in bullet points",
+            ),
+            ("The user owns a 2015 Civic", "you own a 2015 Civic"),
+            ("Watches cooking videos", "you watch cooking videos"),
+            ("Can run 5 km", "you can run 5 km"),
+            ("Budget of $120 for shoes", "Budget of $120 for shoes"),
+            ("Wide feet", "Wide feet"),
+        ] {
+            assert_eq!(to_reader(statement), said, "{statement}");
+        }
+        let profile = "Domain: hobby — runs\nEmphasize:\n- Has a knee injury\n";
+        assert_eq!(needs_from(profile, &[]), vec!["you have a knee injury"]);
     }
 
     #[test]

@@ -45,10 +45,10 @@ use hygiene::{Hygiene, ReportText};
 use rudder::config::ResearchDefaults;
 use rudder::embed::Embedder;
 use rudder::history::{History, Progress};
-use rudder::research::report::NOT_COVERED_OPENING;
 use rudder::llm::replay::Metered;
 use rudder::llm::{Llm, Usage};
 use rudder::research::events::Collect;
+use rudder::research::report::NOT_COVERED_OPENING;
 use rudder::research::{Brief, NeverAsk, Outcome};
 use rudder::session::runner::{profile_brief, run_in_memory, RunModels, RunOverrides};
 use rudder::sources::docs::DocsSource;
@@ -567,7 +567,10 @@ pub fn run_quality(
     }
     for (index, user) in askers.iter().enumerate() {
         let position = set.users.iter().position(|u| u.id == user.id).unwrap_or(0);
-        let Some(asked) = set.users[(position + 1) % set.users.len()].questions.first() else {
+        let Some(asked) = set.users[(position + 1) % set.users.len()]
+            .questions
+            .first()
+        else {
             continue;
         };
         let item = format!("{}@{}", asked.id, user.id);
