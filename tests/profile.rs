@@ -60,9 +60,12 @@ fn profile_with_the_real_model_cites_only_sessions_it_was_shown_and_nothing_gene
     assert_eq!(run.expansions.len(), 1);
     assert!(run.expansions[0].text.len() > query.len(), "CoT adds text");
     let calls = run.generation_usage.calls;
+    // Each kept phrase is judged for the question and the contrast questions (relevance).
+    let judged = (run.selected.kept.len()
+        * (1 + rudder::profile::relevance::CONTRAST_QUESTIONS.len())) as u64;
     assert!(
-        (8..=16).contains(&calls),
-        "one call per candidate, at most one retry each: {calls}"
+        (8..=16).contains(&(calls - judged)),
+        "one call per candidate, at most one retry each: {calls} less {judged} judgements"
     );
     assert_eq!(run.usage.calls, calls + run.expansions[0].usage.calls);
     let candidate_ids: Vec<i64> = run.candidates.iter().map(|c| c.id).collect();
@@ -441,4 +444,38 @@ fn generic_threshold_separates_generic_from_specific_phrases() {
     );
     assert!(lowest_generic >= GENERIC_THRESHOLD, "{lowest_generic}");
     assert!(highest_specific < GENERIC_THRESHOLD, "{highest_specific}");
+}
+
+/// The relevance judge with the real model: one forward pass per statement and question, a
+/// score in range, and the question read once: later statements reuse its prefix from the KV
+/// cache, so the cached share of the prompt tokens is most of it.
+#[test]
+fn relevance_is_judged_in_one_pass_per_statement_with_the_question_cached() {
+    let llm = common::small_model();
+    let statements = [
+        "Has patellofemoral knee pain",
+        "Has a problem with chicken stock",
+        "Set aside 120 dollars for sports gear",
+    ];
+    let (judged, usage) = rudder::profile::relevance::relevance(
+        &llm,
+        "Which running shoes should I buy for my first half marathon?",
+        &statements,
+    )
+    .unwrap();
+    assert_eq!(judged.len(), statements.len());
+    let per_statement = 1 + rudder::profile::relevance::CONTRAST_QUESTIONS.len();
+    assert_eq!(usage.calls, (statements.len() * per_statement) as u64);
+    assert_eq!(usage.generated_tokens, 0, "no generation: {usage:?}");
+    for j in &judged {
+        assert!(
+            (0.0..=1.0).contains(&j.probability) && (0.0..=1.0).contains(&j.bias),
+            "{j:?}"
+        );
+        assert!((-1.0..=1.0).contains(&j.score()), "{j:?}");
+    }
+    assert!(
+        usage.cached_tokens * 2 > usage.prompt_tokens,
+        "the shared instructions and question should come from the cache: {usage:?}"
+    );
 }

@@ -7,6 +7,11 @@
 //! Structured output goes through [`complete_schema`] (or [`complete_json`], which takes the
 //! schema from the type): the JSON schema constrains decoding (a GBNF grammar on llama.cpp,
 //! `response_format` on servers), so even a 135M model returns JSON that parses into the type.
+//!
+//! Judgements go through [`probability_of_yes`] (or [`choice_probabilities`]): no generation,
+//! the probability the model gives to each answer as its first token, read from one forward
+//! pass (llama.cpp's logits; a server's `top_logprobs`). A small model's written grade is not
+//! calibrated; that probability is.
 
 pub mod grammar;
 pub mod llama;

@@ -156,7 +156,7 @@ pub fn calibrate_for_precision(scored: &[ScoredPair], min_precision: f32) -> Cal
             m.recall > 0.0 && m.precision >= min_precision
         })
         .map(|(i, _)| i)
-        .last();
+        .next_back();
     let threshold = match chosen {
         Some(i) => match scores.get(i + 1) {
             Some(&next_lower) => (scores[i] + next_lower) / 2.0,

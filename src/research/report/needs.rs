@@ -24,7 +24,7 @@ pub fn needs_from(profile: &str, checklist: &[String]) -> Vec<String> {
     for line in profile.lines() {
         let line = line.trim();
         if let Some(item) = line.strip_prefix("- ") {
-            if taking {
+            if taking && !is_field(item) {
                 let item = item
                     .strip_prefix(crate::profile::query_profile::SAID_PREFIX)
                     .unwrap_or(item);
@@ -64,6 +64,18 @@ pub fn needs_from(profile: &str, checklist: &[String]) -> Vec<String> {
         }
     }
     out
+}
+
+/// A field of the user's custom instructions ("Preferred name: Maya", "Role: nurse"): who
+/// they are, which the persona carries, not a need a finding can meet. Printed back as "not
+/// covered", it read as a profile pasted into the report.
+fn is_field(statement: &str) -> bool {
+    statement.split_once(':').is_some_and(|(field, value)| {
+        let words = field.split_whitespace().count();
+        (1..=3).contains(&words)
+            && !value.trim().is_empty()
+            && field.chars().all(|c| c.is_alphabetic() || c == ' ')
+    })
 }
 
 /// A profile statement about the user ("Has wide feet", "She is recovering from knee pain",
@@ -358,7 +370,8 @@ mod tests {
         ] {
             assert_eq!(to_reader(statement), said, "{statement}");
         }
-        let profile = "Domain: hobby — runs\nEmphasize:\n- Has a knee injury\n";
+        let profile = "Domain: hobby — runs\nEmphasize:\n- Preferred name: Maya\n- Role: \
+                       nurse\n- Has a knee injury\n";
         assert_eq!(needs_from(profile, &[]), vec!["you have a knee injury"]);
     }
 

@@ -1,0 +1,70 @@
+//! The relevance judge's calibration (`rudder eval relevance`): the labelled pairs are well
+//! formed and numerous enough, and the calibration runs end to end with the real model.
+
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+
+use std::collections::BTreeSet;
+
+use rudder::history::NoProgress;
+use rudder_eval::relevance::{calibrate_relevance, markdown, planted_pairs, shipped_pairs};
+
+#[test]
+fn the_pairs_cover_every_planted_question_with_both_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = rudder_synth::planted::write_planted_set(0, dir.path()).unwrap();
+    let planted = planted_pairs(&set);
+    let shipped = shipped_pairs();
+    assert!(shipped.len() >= 30, "{}", shipped.len());
+    assert!(
+        planted.len() + shipped.len() >= 200,
+        "the issue asks for at least 200 labelled pairs: {} + {}",
+        planted.len(),
+        shipped.len()
+    );
+    let questions: BTreeSet<&str> = set
+        .users
+        .iter()
+        .flat_map(|u| &u.questions)
+        .map(|q| q.id.as_str())
+        .collect();
+    for q in &questions {
+        let of_q: Vec<_> = planted.iter().filter(|p| p.group == *q).collect();
+        assert!(of_q.iter().any(|p| p.relevant), "{q} has no relevant pair");
+        assert!(
+            of_q.iter().any(|p| !p.relevant),
+            "{q} has no irrelevant pair"
+        );
+    }
+    // A need is never both relevant and irrelevant to the same question.
+    for p in planted.iter().filter(|p| p.relevant) {
+        assert!(!planted
+            .iter()
+            .any(|o| !o.relevant && o.query == p.query && o.statement == p.statement));
+    }
+    // Shipped groups do not collide with planted question ids (the halves split by group).
+    for p in &shipped {
+        assert!(!questions.contains(p.group.as_str()), "{}", p.group);
+    }
+}
+
+#[test]
+fn calibration_runs_with_the_real_model() {
+    let llm = common::small_model();
+    let pairs: Vec<_> = shipped_pairs().into_iter().take(12).collect();
+    let report = calibrate_relevance(&llm, &pairs, &NoProgress).unwrap();
+    assert_eq!(report.pairs, 12);
+    assert_eq!(report.scored.len(), 12);
+    assert!(report.positives > 0 && report.positives < 12);
+    for s in &report.scored {
+        assert!((s.score - (s.probability - s.bias)).abs() < 1e-6, "{s:?}");
+    }
+    for auc in [report.auc, report.auc_without_contrast] {
+        assert!((0.0..=1.0).contains(&auc));
+    }
+    let table = markdown(&report);
+    assert!(
+        table.contains("held out") && table.contains("AUC"),
+        "{table}"
+    );
+}
