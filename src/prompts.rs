@@ -27,6 +27,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../prompts/profile_extract.md"),
     ),
     (
+        "memory_extract",
+        include_str!("../prompts/memory_extract.md"),
+    ),
+    (
         "profile_relevance",
         include_str!("../prompts/profile_relevance.md"),
     ),
@@ -131,6 +135,7 @@ mod tests {
             // The clarify_ templates are covered by `clarify::tests`; the node's retry is a
             // follow-up message in the node prompt's conversation (`node::tests`).
             if name.starts_with("profile_")
+                || name.starts_with("memory_")
                 || name.starts_with("ask_")
                 || name.starts_with("clarify_")
                 || *name == "research_node_retry"
@@ -160,20 +165,24 @@ mod tests {
         assert!(!text.contains("JSON"), "{text}");
         let sessions = vec![minijinja::context! { number => 1, text => "Searched: tent" }];
         for (name, _) in super::TEMPLATES {
-            if !(name.starts_with("profile_") || name.starts_with("ask_")) {
+            if !(name.starts_with("profile_")
+                || name.starts_with("ask_")
+                || name.starts_with("memory_"))
+            {
                 continue;
             }
             let text = super::render(
                 name,
                 minijinja::context! {
                     json => false, query => "best tent?", sessions => sessions.clone(),
+                    items => sessions.clone(),
                     notes => Vec::<String>::new(), previous => "", session => "Searched: tent",
                     statement => "Owns a tent",
                 },
             )
             .unwrap();
             assert!(!text.is_empty(), "{name}");
-            if name.starts_with("profile_") {
+            if name.starts_with("profile_") || name.starts_with("memory_") {
                 assert!(
                     text.contains("best tent?") || text.contains("Searched: tent"),
                     "{name}"

@@ -45,6 +45,11 @@ fn import_search_show_stats_forget() {
 
     let out = rudder(&data, &["import", export]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("2 sessions are not yet read into memory"),
+        "{}",
+        text(&out.stderr)
+    );
     let table = text(&out.stdout);
     assert!(table.contains("takeout-search"), "{table}");
     assert!(table.lines().last().unwrap().contains(" 2 "), "{table}");
@@ -88,6 +93,41 @@ fn import_search_show_stats_forget() {
     assert!(out.status.success());
     assert!(text(&out.stdout).contains("pressure canning green beans altitude"));
     assert!(text(&out.stdout).contains("google-search"));
+
+    // Reading into memory with the real small model: both searches are read, once.
+    let out = rudder(
+        &data,
+        &["--model", common::CHAT_MODEL, "history", "remember"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("read 2 sessions (0 passed over"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = rudder(
+        &data,
+        &[
+            "--model",
+            common::CHAT_MODEL,
+            "--json",
+            "history",
+            "remember",
+        ],
+    );
+    let again: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (again["read"].as_u64(), again["unread"].as_u64()),
+        (Some(0), Some(0))
+    );
+    let out = rudder(&data, &["--json", "history", "memory"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let memory: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for m in memory.as_array().unwrap() {
+        let sessions = m["sessions"].as_array().unwrap();
+        assert!(!sessions.is_empty(), "{m}");
+        assert!(sessions.iter().all(|s| s[1] == "google-search"), "{m}");
+    }
 
     // Forgetting needs confirmation; without a terminal, --yes.
     let out = rudder(&data, &["history", "forget", &id.to_string()]);

@@ -330,6 +330,37 @@ fn forgotten_sessions_leave_no_trace_on_disk() {
     let export = export_dir(tmp.path());
     let mut history = open(tmp.path());
     import(&mut history, &[export]);
+    // Read into memory: every item with the marker gives a statement quoting it.
+    let noter = common::Canned::new(|prompt| {
+        let notes: Vec<serde_json::Value> = prompt
+            .split("Now the items.")
+            .nth(1)
+            .unwrap_or("")
+            .lines()
+            .filter(|l| l.starts_with('['))
+            .enumerate()
+            .filter(|(_, l)| l.contains("zanzibarquokka"))
+            .map(|(i, _)| {
+                serde_json::json!({"item": i + 1, "about_user": "keeps a zanzibarquokka secret recipe", "kind": "preference"})
+            })
+            .collect();
+        serde_json::json!({ "notes": notes }).to_string()
+    });
+    let read = rudder::profile::memory::remember(
+        &noter,
+        &mut history,
+        None,
+        &Default::default(),
+        &rudder::history::NoProgress,
+    )
+    .unwrap();
+    assert_eq!(read.unread, 0);
+    assert_eq!(
+        history.store().memory().unwrap().len(),
+        1,
+        "{:?}",
+        noter.prompts()
+    );
     let marker = b"zanzibarquokka";
     let before = all_bytes(history.dir());
     assert!(
@@ -347,6 +378,10 @@ fn forgotten_sessions_leave_no_trace_on_disk() {
         .unwrap();
     let report = history.forget(&ForgetSelector::Session(hit[0].id)).unwrap();
     assert_eq!(report.sessions, 1);
+    assert!(
+        history.store().memory().unwrap().is_empty(),
+        "a statement goes with the last session it rests on"
+    );
     for (path, bytes) in all_bytes(history.dir()) {
         assert!(
             !contains(&bytes, marker),

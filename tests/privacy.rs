@@ -1,7 +1,8 @@
 //! The privacy promise as a test: in default mode Rudder opens no network socket and looks up
 //! no name, and writes nothing outside its data directory. Every command a user runs on their
 //! own data (`import`, `history embed` for over 30 s, `docs add`, `corpus fetch` of a corpus
-//! already on disk, `research` with the real small model) runs under `strace`; the log is
+//! already on disk, `research` and `history remember` with the real small model) runs under
+//! `strace`; the log is
 //! checked call by call, and `$HOME`, the temp folder and the working directory must be as
 //! empty afterwards as before. `models fetch` is the one command allowed to download, and is
 //! not run here. The desktop window gets the same check in `scripts/e2e.sh`.
@@ -227,6 +228,13 @@ fn default_mode_opens_no_socket_and_writes_only_inside_the_data_directory() {
             "--no-clarify",
             "--never-ask",
         ],
+    );
+
+    // Reading history into memory with the real small model (a new table of statements about
+    // the user).
+    sb.run(
+        "history-remember",
+        &["history", "remember", "--limit", "40"],
     );
 
     // Embedding for more than 30 s in one process: ONNX Runtime's telemetry, when it was on,

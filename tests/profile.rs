@@ -197,6 +197,7 @@ fn cheap_options() -> ProfileOptions {
         // SmolLM2-135M's P(yes) is noise (it says "no" to most questions): keep every
         // statement, still judged, so the phrases these tests look at stay.
         relevance_threshold: -1.0,
+        memory_candidates: rudder::profile::memory::MEMORY_CANDIDATES,
     }
 }
 
@@ -477,5 +478,90 @@ fn relevance_is_judged_in_one_pass_per_statement_with_the_question_cached() {
     assert!(
         usage.cached_tokens * 2 > usage.prompt_tokens,
         "the shared instructions and question should come from the cache: {usage:?}"
+    );
+}
+
+#[test]
+fn memory_read_with_the_real_model_is_faithful_resumable_and_feeds_the_profile() {
+    let models = common::store();
+    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut history = history_of_a_synthetic_user(tmp.path(), &embedder);
+    let llm = common::small_model();
+    let total = history.store().count_unread_for_memory().unwrap();
+    let options = rudder::profile::memory::RememberOptions {
+        limit: Some(60),
+        ..Default::default()
+    };
+    let first = rudder::profile::memory::remember(
+        &llm,
+        &mut history,
+        Some(&embedder),
+        &options,
+        &NoProgress,
+    )
+    .unwrap();
+    assert_eq!(first.read + first.skipped, 60, "{first:?}");
+    assert!(first.read > 0 && first.skipped > 0, "{first:?}");
+    assert_eq!(first.unread, total - 60);
+    assert!(first.bursts * rudder::profile::memory::BURST_ITEMS >= first.read);
+    // Every statement carries only what its sessions say: no number or name they lack, and
+    // some of their words.
+    let memory = history.store().memory().unwrap();
+    for m in &memory {
+        let ids: Vec<i64> = m.sessions.iter().map(|(id, _)| *id).collect();
+        let sources: Vec<String> = history
+            .get_many(&ids)
+            .unwrap()
+            .iter()
+            .map(|s| rudder::profile::select::session_line(s, 240))
+            .collect();
+        assert!(
+            sources.iter().any(|text| {
+                rudder::profile::extract::unsupported_specific(&m.text, text).is_none()
+            }),
+            "{:?} is not faithful to {sources:?}",
+            m.text
+        );
+        let checks = Checks::for_memory(Some(&embedder)).unwrap();
+        assert!(
+            checks.genericness(&m.text).unwrap() < GENERIC_THRESHOLD,
+            "{:?}",
+            m.text
+        );
+    }
+    // Resumed: the next call reads on from where the first stopped.
+    let second = rudder::profile::memory::remember(
+        &llm,
+        &mut history,
+        Some(&embedder),
+        &rudder::profile::memory::RememberOptions {
+            limit: Some(10),
+            ..Default::default()
+        },
+        &NoProgress,
+    )
+    .unwrap();
+    assert_eq!(second.read + second.skipped, 10);
+    assert_eq!(second.unread, total - 70);
+
+    // A profile judges the remembered statements and asks about none of the read sessions.
+    let with = Some((&embedder as &dyn Embedder, common::EMBED_MODEL));
+    let query = "What should I focus on in my training this month?";
+    let run =
+        rudder::profile::query_profile(&llm, &mut history, with, query, &cheap_options()).unwrap();
+    let remembered = history.store().memory().unwrap().len();
+    assert_eq!(
+        run.memory_asked,
+        remembered.min(rudder::profile::memory::MEMORY_CANDIDATES)
+    );
+    let read: Vec<i64> = history
+        .store()
+        .read_into_memory(&run.candidates.iter().map(|c| c.id).collect::<Vec<_>>())
+        .unwrap();
+    assert_eq!(
+        run.selected.judged,
+        run.candidates.len() - read.len(),
+        "read sessions are not asked about again"
     );
 }

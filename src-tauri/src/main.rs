@@ -251,6 +251,11 @@ async fn you_build(app: AppState<'_>, query: Option<String>) -> Result<YouView, 
     blocking(&app, move |app| app.you_build(query.as_deref())).await
 }
 
+#[tauri::command]
+async fn you_remember(app: AppState<'_>) -> Result<YouView, String> {
+    blocking(&app, move |app| app.you_remember()).await
+}
+
 fn init_tracing() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::fmt()
@@ -338,6 +343,7 @@ fn main() {
             you_restore,
             you_personalise,
             you_build,
+            you_remember,
             corpus_add,
         ])
         .run(tauri::generate_context!());

@@ -479,15 +479,16 @@ fn parse_day(value: Option<&str>, end_of_day: bool) -> AppResult<Option<DateTime
     Ok(day.and_hms_opt(0, 0, 0).map(|t| t.and_utc()))
 }
 
-/// History and document progress as `import-progress` events.
-struct Forward<'a> {
+/// History and document progress as `import-progress` events (reading history into memory
+/// too).
+pub(crate) struct Forward<'a> {
     notifier: &'a dyn Notifier,
     state: Mutex<ImportProgress>,
     throttle: Throttle,
 }
 
 impl<'a> Forward<'a> {
-    fn new(notifier: &'a dyn Notifier) -> Self {
+    pub(crate) fn new(notifier: &'a dyn Notifier) -> Self {
         Self {
             notifier,
             state: Mutex::new(ImportProgress {

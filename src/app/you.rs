@@ -96,6 +96,13 @@ pub struct YouView {
     /// Inferred statements the user deleted; they stay out of profiles until restored.
     pub hidden: Vec<StatementView>,
     pub sources: Vec<SourceSwitch>,
+    /// What Rudder remembers about the user: statements read from their history once, each
+    /// with the sessions it rests on (criterion: its kind, `constraint`, `background`,
+    /// `preference` or `presentation`), the best supported first.
+    pub memory: Vec<StatementView>,
+    /// Sessions not yet read into memory.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub memory_unread: u64,
 }
 
 /// A statement in the user's words: new, or correcting an inferred one (`corrects`, its id).
@@ -151,7 +158,14 @@ impl App {
             seen.push(key);
             fresh
         });
+        let memory = crate::profile::memory::usable(&store, &you)?;
+        let memory_unread = store.count_unread_for_memory().map_err(err)?;
         let mut cited: Vec<i64> = you.hidden.iter().flat_map(|h| h.sessions.clone()).collect();
+        cited.extend(
+            memory
+                .iter()
+                .flat_map(|m| m.sessions.iter().map(|(id, _)| *id)),
+        );
         if let Some(g) = &general {
             cited.extend(g.cited());
         }
@@ -245,7 +259,38 @@ impl App {
                         .unwrap_or(true),
                 })
                 .collect(),
+            memory: memory
+                .iter()
+                .map(|m| {
+                    let ids: Vec<i64> = m.sessions.iter().map(|(id, _)| *id).collect();
+                    inferred(&m.kind, &m.text, &ids)
+                })
+                .collect(),
+            memory_unread,
         })
+    }
+
+    /// Reads the history not yet in memory with the chat model (`import-progress` events, phase
+    /// `reading into memory`), then returns the screen. Resumes where an earlier reading
+    /// stopped.
+    pub fn you_remember(&self) -> AppResult<YouView> {
+        let settings = self.settings()?;
+        let models = ModelStore::open(&self.paths)?;
+        let llm = crate::llm::open_chat(&models, &settings, None)?;
+        let mut history = self.history()?;
+        let embedder = self.embedder()?;
+        let progress = super::library::Forward::new(self.notifier.as_ref());
+        crate::profile::memory::remember(
+            llm.as_ref(),
+            &mut history,
+            embedder
+                .as_deref()
+                .map(|e| e as &dyn crate::embed::Embedder),
+            &crate::profile::memory::RememberOptions::default(),
+            &progress,
+        )?;
+        history.release_writer()?;
+        self.you_view()
     }
 
     /// Stores a statement in the user's words; a correction also deletes the inferred
@@ -416,6 +461,7 @@ fn find_inferred(view: &YouView, id: &str) -> AppResult<StatementView> {
         .iter()
         .flat_map(|i| std::iter::once(&i.statement).chain(i.presentation.as_ref()))
         .chain(view.standing.iter())
+        .chain(view.memory.iter())
         .chain(view.recent.iter().flat_map(|p| p.statements.iter()))
         .find(|s| !s.said && s.id == id)
         .cloned()

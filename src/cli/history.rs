@@ -1,5 +1,5 @@
 //! `rudder import` and `rudder history …`: bring exports in, search them, show, count, forget,
-//! rebuild the indexes.
+//! rebuild the indexes, read history into memory.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
@@ -8,12 +8,13 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use chrono::{DateTime, NaiveDate, Utc};
 use clap::{Args, Subcommand, ValueEnum};
-use rudder::embed::FastEmbedder;
+use rudder::embed::{Embedder, FastEmbedder};
 use rudder::history::{
     FileStatus, Filter, ForgetSelector, Format, History, HistorySource, ImportOptions, Kind,
     SearchMode,
 };
 use rudder::models::{ModelState, ModelStore};
+use rudder::profile::memory::RememberOptions;
 use rudder::text::keep_end;
 
 use super::progress::CountProgress;
@@ -32,6 +33,9 @@ pub struct ImportArgs {
     /// later).
     #[arg(long)]
     no_embed: bool,
+    /// Then read the new sessions into memory with the chat model (`rudder history remember`).
+    #[arg(long)]
+    remember: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -49,6 +53,17 @@ pub enum HistoryCommand {
     Forget(ForgetArgs),
     /// Compute embeddings for sessions that do not have them yet.
     Embed,
+    /// Read the sessions not yet in memory with the chat model and keep what they say about
+    /// you (constraints, background, preferences, how you like answers), each statement with
+    /// the sessions it rests on. Resumes where it stopped; profiles use the memory at once and
+    /// read what is not in it per question.
+    Remember {
+        /// Stop after this many sessions (the rest stays for the next run).
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+    },
+    /// Print the memory: every statement with its kind and the sessions it rests on.
+    Memory,
     /// Rebuild the text index and the embeddings from the store.
     Reindex {
         /// Rebuild only the text index, keeping the stored embeddings.
@@ -193,6 +208,18 @@ pub fn run_import(ctx: &Ctx, args: ImportArgs) -> anyhow::Result<ExitCode> {
     } else {
         print_import_table(&report);
     }
+    if report.stored_anything() {
+        drop(history);
+        if args.remember {
+            remember(ctx, None)?;
+        } else if !ctx.json {
+            let unread = open_history(ctx)?.store().count_unread_for_memory()?;
+            eprintln!(
+                "{unread} sessions are not yet read into memory: `rudder history remember` reads \
+                 them (until then each question reads what it retrieves)"
+            );
+        }
+    }
     let imported_any = report
         .files
         .iter()
@@ -289,6 +316,8 @@ pub fn run(ctx: &Ctx, cmd: HistoryCommand) -> anyhow::Result<ExitCode> {
             embed_pending(ctx, &mut history)?;
             Ok(ExitCode::SUCCESS)
         }
+        HistoryCommand::Remember { limit } => remember(ctx, limit),
+        HistoryCommand::Memory => memory(ctx),
         HistoryCommand::Reindex { text_only } => {
             let mut history = open_history(ctx)?;
             let n = history.rebuild_text_index(&CountProgress::default())?;
@@ -306,6 +335,61 @@ pub fn run(ctx: &Ctx, cmd: HistoryCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn remember(ctx: &Ctx, limit: Option<usize>) -> anyhow::Result<ExitCode> {
+    let mut history = open_history(ctx)?;
+    let models = ModelStore::open(&ctx.paths)?;
+    let llm = rudder::llm::open_chat(&models, &ctx.settings, ctx.model.as_deref())?;
+    let embedder = embedder(ctx)?;
+    let options = RememberOptions {
+        limit,
+        ..RememberOptions::default()
+    };
+    let done = rudder::profile::memory::remember(
+        llm.as_ref(),
+        &mut history,
+        embedder.as_ref().map(|(e, _)| e as &dyn Embedder),
+        &options,
+        &CountProgress::default(),
+    )?;
+    if ctx.json {
+        println!("{}", serde_json::to_string_pretty(&done)?);
+    } else {
+        println!(
+            "read {} sessions ({} passed over: visited pages and lookups, read per question) in \
+             {:.0} s, {:.2} sessions/s: {} new statements, {} strengthened, {} notes refused; {} \
+             sessions unread",
+            done.read,
+            done.skipped,
+            done.seconds,
+            done.sessions_per_second(),
+            done.added,
+            done.strengthened,
+            done.refused,
+            done.unread
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn memory(ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let history = open_history(ctx)?;
+    let rows = history.store().memory()?;
+    if ctx.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for m in &rows {
+        let ids: Vec<String> = m.sessions.iter().map(|(id, _)| format!("#{id}")).collect();
+        println!("{:<12} {}  [{}]", m.kind, m.text, ids.join(" "));
+    }
+    let unread = history.store().count_unread_for_memory()?;
+    eprintln!(
+        "{} statements; {unread} sessions not yet read (rudder history remember)",
+        rows.len()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn search(ctx: &Ctx, args: SearchArgs) -> anyhow::Result<ExitCode> {

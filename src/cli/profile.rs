@@ -59,6 +59,10 @@ pub struct ProfileArgs {
     /// calibrated for qwen2.5-coder-1.5b-instruct by `rudder eval relevance`).
     #[arg(long, value_name = "SCORE", allow_negative_numbers = true, default_value_t = rudder_relevance_default())]
     relevance_threshold: f32,
+    /// Remembered statements (`rudder history remember`) judged for the question, the closest
+    /// first; 0 leaves the memory out and reads every retrieved session per question.
+    #[arg(long, value_name = "N", default_value_t = rudder::profile::memory::MEMORY_CANDIDATES)]
+    memory_candidates: usize,
     /// Print the general (whole-history) profile instead, updating it with new imports.
     #[arg(long, conflicts_with = "query")]
     general: bool,
@@ -159,6 +163,7 @@ pub fn run(ctx: &Ctx, args: ProfileArgs) -> anyhow::Result<ExitCode> {
         },
         use_cache: !args.fresh,
         relevance_threshold: args.relevance_threshold,
+        memory_candidates: args.memory_candidates,
     };
     let with = embedder
         .as_ref()

@@ -20,8 +20,8 @@ pub use import::{Format, ImportError};
 pub use search::{SearchHit, SearchMode};
 pub use session::{HistorySource, Kind, Record, Session, Signal, SignalKind, Turn, TurnRole};
 pub use store::{
-    CachedProfile, ForgetSelector, HiddenStatement, Inserted, StoreError, StoreStats,
-    StoredSession, StoredSignal, UserStatement,
+    CachedProfile, ForgetSelector, HiddenStatement, Inserted, MemoryRow, NewMemory, Remembering,
+    StoreError, StoreStats, StoredSession, StoredSignal, UserStatement,
 };
 pub use text_index::{Filter, IndexError};
 

@@ -12,6 +12,9 @@ use super::session::{HistorySource, Kind, Session, Signal, SignalKind, Turn, Tur
 use crate::retrieval::sqlite::{self as db, Database, OpenError};
 use crate::retrieval::QuantizedVector;
 
+mod memory;
+pub use memory::{MemoryRow, NewMemory, Remembering};
+
 /// Errors from the history store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -145,6 +148,39 @@ CREATE TABLE hidden_statements (
 CREATE TABLE unpersonalised_sources (
     source     TEXT PRIMARY KEY,
     created_at INTEGER NOT NULL
+);
+"#,
+    r#"
+-- The memory of the user (profile::memory): statements about the person read from history once,
+-- each resting on the sessions it was read from. A statement goes with the last session it rests
+-- on, so nothing in memory outlives its evidence.
+CREATE TABLE memory_statements (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    key        TEXT NOT NULL UNIQUE,   -- the text, lower-cased, words only
+    text       TEXT NOT NULL,
+    kind       TEXT NOT NULL,          -- constraint | background | preference | presentation
+    model      TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE memory_sources (
+    statement_id INTEGER NOT NULL REFERENCES memory_statements(id) ON DELETE CASCADE,
+    session_id   INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    PRIMARY KEY (statement_id, session_id)
+) WITHOUT ROWID;
+CREATE INDEX memory_sources_by_session ON memory_sources(session_id);
+CREATE TRIGGER a_memory_goes_with_its_last_source
+AFTER DELETE ON memory_sources BEGIN
+    DELETE FROM memory_statements WHERE id = OLD.statement_id
+        AND NOT EXISTS (SELECT 1 FROM memory_sources WHERE statement_id = OLD.statement_id);
+END;
+-- Sessions memory has been through, whether or not they said anything about the person: reading
+-- resumes where it stopped, and an import adds only its new sessions. `by_model` is 0 for a
+-- session the cheap check skipped (a visited page, a lookup): profiles still read those per
+-- question when retrieval finds them.
+CREATE TABLE memory_read (
+    session_id INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    by_model   INTEGER NOT NULL,
+    model      TEXT NOT NULL
 );
 "#,
 ];
@@ -554,7 +590,8 @@ impl Store {
                 tx.execute_batch(
                     "DELETE FROM signals; DELETE FROM profiles; DELETE FROM profile_citations;
                      DELETE FROM user_statements; DELETE FROM hidden_statements;
-                     DELETE FROM unpersonalised_sources;",
+                     DELETE FROM unpersonalised_sources; DELETE FROM memory_statements;
+                     DELETE FROM memory_read;",
                 )
                 .map_err(|e| sqlite(&path, e))?;
             }

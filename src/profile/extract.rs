@@ -222,6 +222,40 @@ fn says_nothing(phrase: &str) -> bool {
         || CONTAINS.iter().any(|s| p.contains(s))
 }
 
+/// The first number or name in `phrase` that `source` does not contain: a phrase about the
+/// user may only carry the specifics of what it was read from ("a budget of $500" from a
+/// session that never says 500 is the model's invention). Numbers are compared as digit runs,
+/// names (capitalised words after the first) without case.
+pub fn unsupported_specific(phrase: &str, source: &str) -> Option<String> {
+    let digits = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_ascii_digit())
+            .filter(|d| !d.is_empty())
+            .map(|d| d.trim_start_matches('0').to_string())
+            .collect()
+    };
+    let source_numbers = digits(source);
+    if let Some(n) = digits(phrase)
+        .into_iter()
+        .find(|n| !source_numbers.contains(n))
+    {
+        return Some(if n.is_empty() { "0".into() } else { n });
+    }
+    let source_words: HashSet<String> = source
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .collect();
+    phrase
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .skip(1)
+        .find(|w| {
+            w.chars().next().is_some_and(char::is_uppercase)
+                && w != &"I"
+                && !source_words.contains(&w.trim_end_matches("'s").to_lowercase())
+        })
+        .map(str::to_string)
+}
+
 /// Characters a phrase about a person never needs: JSON, markup and code debris.
 fn debris(phrase: &str) -> Option<char> {
     phrase.chars().find(|c| {
@@ -234,12 +268,7 @@ fn debris(phrase: &str) -> Option<char> {
 
 /// Content words of the prompt's example answers: a small model tends to copy an example
 /// instead of reading the item, so a phrase using them where the item does not is refused.
-fn example_words() -> HashSet<String> {
-    let prompt = crate::prompts::render(
-        "profile_extract",
-        minijinja::context! { query => "", session => "" },
-    )
-    .unwrap_or_default();
+fn example_words(prompt: &str) -> HashSet<String> {
     prompt
         .split("\"about_user\": \"")
         .skip(1)
@@ -271,11 +300,35 @@ impl<'a> Checks<'a> {
             }
             None => (None, Vec::new()),
         };
+        let prompt = crate::prompts::render(
+            "profile_extract",
+            minijinja::context! { query => "", session => "" },
+        )?;
         Ok(Self {
             embedder,
-            example_words: example_words(),
+            example_words: example_words(&prompt),
             query_words: content_words(query).into_iter().collect(),
             query_vec,
+            generic,
+        })
+    }
+
+    /// The checks for reading history into memory, where there is no question: the phrase
+    /// checks, the generic check and the examples of `prompts/memory_extract.md`.
+    pub fn for_memory(embedder: Option<&'a dyn Embedder>) -> Result<Self, ProfileError> {
+        let generic = match embedder {
+            Some(e) => e.embed(&generic_phrases()).map_err(embed_error)?,
+            None => Vec::new(),
+        };
+        let prompt = crate::prompts::render(
+            "memory_extract",
+            minijinja::context! { items => Vec::<String>::new() },
+        )?;
+        Ok(Self {
+            embedder,
+            example_words: example_words(&prompt),
+            query_words: HashSet::new(),
+            query_vec: None,
             generic,
         })
     }
@@ -299,12 +352,17 @@ impl<'a> Checks<'a> {
 
     /// Judges the model's `answer` for the session shown as `session_text`.
     fn check(&self, answer: &Answer, session_text: &str) -> Result<Verdict, ProfileError> {
-        let raw = answer.about_user.trim();
+        if !says_nothing(answer.about_user.trim()) && answer.relevance < MIN_RELEVANCE {
+            return Ok(Verdict::Drop(format!("relevance {}", answer.relevance)));
+        }
+        self.check_phrase(&answer.about_user, session_text)
+    }
+
+    /// Judges a phrase about the user read from the session shown as `session_text`.
+    pub fn check_phrase(&self, raw: &str, session_text: &str) -> Result<Verdict, ProfileError> {
+        let raw = raw.trim();
         if says_nothing(raw) {
             return Ok(Verdict::Drop("nothing".into()));
-        }
-        if answer.relevance < MIN_RELEVANCE {
-            return Ok(Verdict::Drop(format!("relevance {}", answer.relevance)));
         }
         if let Some(c) = debris(raw) {
             return Ok(Verdict::Retry(format!(
@@ -353,6 +411,11 @@ impl<'a> Checks<'a> {
             return Ok(Verdict::Retry(
                 "most of its words are not in the item; copy the user's own words".into(),
             ));
+        }
+        if let Some(specific) = unsupported_specific(&text, session_text) {
+            return Ok(Verdict::Retry(format!(
+                "the item does not say {specific}; copy the user's own words"
+            )));
         }
         if let Some(e) = self.embedder {
             let v = e.embed(&[&text]).map_err(embed_error)?.remove(0);
@@ -696,8 +759,36 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_number_or_name_the_session_does_not_say_is_refused() {
+        assert_eq!(
+            unsupported_specific("Has a budget of $500", "Searched: gift ideas for dad"),
+            Some("500".into())
+        );
+        assert_eq!(
+            unsupported_specific("Set aside 120 dollars", "I set aside 120 dollars"),
+            None
+        );
+        assert_eq!(
+            unsupported_specific("Lives in Toronto", "moving to toronto next year"),
+            None
+        );
+        assert_eq!(
+            unsupported_specific("Lives in Toronto", "moving to canada"),
+            Some("Toronto".into())
+        );
+        let llm = Scripted::new(|_| reply("knee pain, runs 25 km a week", "constraint", 3));
+        let out = extract(&llm, None, QUERY, &[search(9, "knee pain running 20 km")]).unwrap();
+        assert!(out.phrases.is_empty());
+        assert!(
+            llm.prompts()[1].contains("does not say 25"),
+            "{}",
+            llm.prompts()[1]
+        );
+    }
+
+    #[test]
     fn copying_the_prompt_example_is_refused() {
-        let words = example_words();
+        let words = Checks::new(None, QUERY).unwrap().example_words;
         assert!(
             words.contains("sodium") && !words.contains("nothing"),
             "{words:?}"

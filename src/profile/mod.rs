@@ -11,6 +11,7 @@
 pub mod expand;
 pub mod extract;
 pub mod general;
+pub mod memory;
 pub mod query_profile;
 pub mod relevance;
 pub mod retrieve;
@@ -62,6 +63,10 @@ pub struct ProfileOptions {
     /// questions where nothing personal matters); a statement below it is left out. -1 keeps
     /// every statement (still judged, so its score is recorded).
     pub relevance_threshold: f32,
+    /// Remembered statements ([`memory`]) judged for the question, the closest to it first; 0
+    /// leaves memory out (every session then goes through the per-question path).
+    #[serde(default)]
+    pub memory_candidates: usize,
 }
 
 impl Default for ProfileOptions {
@@ -74,6 +79,7 @@ impl Default for ProfileOptions {
             selection: Selection::default(),
             use_cache: true,
             relevance_threshold: relevance::RELEVANCE_THRESHOLD,
+            memory_candidates: memory::MEMORY_CANDIDATES,
         }
     }
 }
@@ -94,12 +100,25 @@ pub struct ProfileRun {
     pub seconds: f64,
     /// Whether this came from the cache (the costs are those of the original run).
     pub from_cache: bool,
+    /// Remembered statements judged for the question.
+    #[serde(default)]
+    pub memory_asked: usize,
 }
 
 /// Names how profiles are built, for the cache key.
-const PROFILE_METHOD: &str = "extract-v2-relevance";
+const PROFILE_METHOD: &str = "memory-v1";
 
-fn cache_key(model: &str, query: &str, options: &ProfileOptions, unpersonalised: &str) -> String {
+/// What else a profile depends on: the sources switched off for personalisation and the state of
+/// the memory.
+fn cache_context(history: &History, you: &You) -> Result<String, ProfileError> {
+    let memory = history
+        .store()
+        .memory_version()
+        .map_err(HistoryError::from)?;
+    Ok(format!("{}\u{0}{memory}", you.unpersonalised_key()))
+}
+
+fn cache_key(model: &str, query: &str, options: &ProfileOptions, context: &str) -> String {
     let normalized = query
         .split_whitespace()
         .collect::<Vec<_>>()
@@ -117,16 +136,14 @@ fn cache_key(model: &str, query: &str, options: &ProfileOptions, unpersonalised:
             options.candidates,
             options.selection,
             options.relevance_threshold,
+            options.memory_candidates,
         ))
         .unwrap_or_default(),
     );
     h.update([0]);
     h.update(normalized);
-    // Sources switched off for personalisation change what a profile may read.
-    if !unpersonalised.is_empty() {
-        h.update([0]);
-        h.update(unpersonalised);
-    }
+    h.update([0]);
+    h.update(context);
     format!("query:{}", hex::encode(&h.finalize()[..16]))
 }
 
@@ -138,7 +155,7 @@ pub fn cached_query_profile(
     options: &ProfileOptions,
 ) -> Result<Option<ProfileRun>, ProfileError> {
     let you = You::load(history.store())?;
-    let key = cache_key(model, query, options, &you.unpersonalised_key());
+    let key = cache_key(model, query, options, &cache_context(history, &you)?);
     Ok(history
         .store()
         .profile(&key)
@@ -176,7 +193,12 @@ fn inferred_query_profile(
     options: &ProfileOptions,
     you: &You,
 ) -> Result<ProfileRun, ProfileError> {
-    let key = cache_key(llm.model_name(), query, options, &you.unpersonalised_key());
+    let key = cache_key(
+        llm.model_name(),
+        query,
+        options,
+        &cache_context(history, you)?,
+    );
     if options.use_cache {
         if let Some(run) = cached_query_profile(history, llm.model_name(), query, options)? {
             return Ok(run);
@@ -184,6 +206,21 @@ fn inferred_query_profile(
     }
     let started = Instant::now();
     let mut usage = Usage::default();
+    let vectors = embedder.map(|(e, _)| e);
+    let from_memory = if options.memory_candidates > 0 {
+        memory::relevant(
+            llm,
+            history.store(),
+            vectors,
+            you,
+            query,
+            options.memory_candidates,
+            options.relevance_threshold,
+        )?
+    } else {
+        memory::FromMemory::default()
+    };
+    usage += from_memory.usage;
     let mut expansions = Vec::new();
     for e in options.expansion.expansions() {
         let expanded = expand(llm, query, *e)?;
@@ -213,23 +250,38 @@ fn inferred_query_profile(
             options.candidates,
         )?
     };
-    let ids: Vec<i64> = candidates.iter().map(|c| c.id).collect();
+    // Sessions the model read into memory are not asked about again: the per-question path
+    // reads the rest (not yet read, or passed over by memory's cheap check).
+    let mut ids: Vec<i64> = candidates.iter().map(|c| c.id).collect();
+    if options.memory_candidates > 0 {
+        let read = history
+            .store()
+            .read_into_memory(&ids)
+            .map_err(HistoryError::from)?;
+        ids.retain(|id| !read.contains(id));
+    }
     let loaded = history.get_many(&ids)?;
     let selection_started = Instant::now();
     let shown = prefilter(history, embedder, query, loaded, options.selection)?;
     let selection_seconds = selection_started.elapsed().as_secs_f64();
-    let vectors = embedder.map(|(e, _)| e);
     let mut extracted = extract(llm, vectors, query, &shown)?;
     usage += extracted.usage;
     let generation_started = Instant::now();
-    let judged = judge_relevance(llm, query, &mut extracted, options.relevance_threshold)?;
+    let mut judged = judge_relevance(llm, query, &mut extracted, options.relevance_threshold)?;
     usage += judged;
-    let profile = query_profile::assemble(query, &extracted.phrases, vectors)?;
+    judged += from_memory.usage;
+    // Memory first: what the whole history says, then what the unread sessions add.
+    let phrases: Vec<Phrase> = from_memory
+        .phrases
+        .iter()
+        .chain(&extracted.phrases)
+        .cloned()
+        .collect();
+    let profile = query_profile::assemble(query, &phrases, vectors)?;
     let generation_seconds = extracted.seconds + generation_started.elapsed().as_secs_f64();
     let mut generation_usage = extracted.usage;
     generation_usage += judged;
-    let mut kept: Vec<Kept> = extracted
-        .phrases
+    let mut kept: Vec<Kept> = phrases
         .iter()
         .map(|p| Kept {
             id: p.session,
@@ -264,6 +316,7 @@ fn inferred_query_profile(
         usage,
         seconds: started.elapsed().as_secs_f64(),
         from_cache: false,
+        memory_asked: from_memory.asked,
     };
     let body = serde_json::to_string(&run).map_err(|e| ProfileError::Invalid(e.to_string()))?;
     let mut cited = run.profile.cited();

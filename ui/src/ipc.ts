@@ -76,6 +76,7 @@ export const youRestore = (id: string): Promise<YouView> => invoke('you_restore'
 export const youPersonalise = (source: string, personalised: boolean): Promise<YouView> =>
   invoke('you_personalise', { source, personalised });
 export const youBuild = (query: string | null): Promise<YouView> => invoke('you_build', { query });
+export const youRemember = (): Promise<YouView> => invoke('you_remember');
 
 export const onModelProgress = (f: (p: ModelProgress) => void): Promise<UnlistenFn> =>
   listen<ModelProgress>('model-progress', (e) => f(e.payload));

@@ -6,6 +6,7 @@
 //! says how close to the physical limit we run.
 
 pub mod history;
+pub mod memory;
 pub mod parallel;
 pub mod research;
 

@@ -121,6 +121,15 @@ pub enum BenchCommand {
         #[arg(long, value_name = "DIR")]
         keep: Option<std::path::PathBuf>,
     },
+    /// Reading history into memory with the chat model: a synthetic history imported as a
+    /// user's would be, then read; sessions per second and minutes per 1,000 sessions.
+    Memory {
+        /// Sessions in the synthetic history.
+        #[arg(long, default_value_t = 300)]
+        sessions: usize,
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+    },
     /// Write a synthetic history as real export files (Takeout Search JSON, ChatGPT), for
     /// trying imports and measuring memory.
     GenerateHistory {
@@ -207,6 +216,45 @@ pub fn run(ctx: &Ctx, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
             );
             if let Some(rss) = b.peak_rss_bytes {
                 println!("peak RSS            {:.0} MB", mb(rss));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCommand::Memory { sessions, seed } => {
+            let store = ModelStore::open(&ctx.paths)?;
+            let llm = rudder::llm::open_chat(&store, &ctx.settings, ctx.model.as_deref())?;
+            let name = ctx.settings.embed_model.clone();
+            let threads = ctx.settings.llama.effective_threads();
+            let embedder = FastEmbedder::from_store(&store, &name, threads)?;
+            let dir = tempfile::tempdir()?;
+            let progress = rudder_cli::progress::CountProgress::default();
+            let b = rudder_bench::memory::bench_memory(
+                dir.path(),
+                sessions,
+                seed,
+                llm.as_ref(),
+                (&embedder, &name),
+                &progress,
+            )?;
+            if ctx.json {
+                println!("{}", serde_json::to_string_pretty(&b)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!(
+                "memory   {} sessions with {} ({threads} threads): {} read in {} calls ({} \
+                 retries), {} skipped by the cheap check",
+                b.sessions, b.model, b.read, b.bursts, b.retries, b.skipped
+            );
+            println!(
+                "         {} statements kept, {} notes refused; {} prompt tokens ({} cached), {} \
+                 generated",
+                b.statements, b.refused, b.prompt_tokens, b.cached_tokens, b.generated_tokens
+            );
+            println!(
+                "         {:.0} s = {:.2} sessions/s = {:.1} min per 1,000 sessions",
+                b.seconds, b.sessions_per_second, b.minutes_per_thousand
+            );
+            for line in &b.sample {
+                println!("         - {line}");
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -1,4 +1,5 @@
-//! The embedding benchmark with the real all-MiniLM-L6-v2 model and the real ONNX Runtime.
+//! The embedding benchmark with the real all-MiniLM-L6-v2 model and the real ONNX Runtime, and
+//! the memory benchmark with the real small chat model.
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
@@ -21,4 +22,27 @@ fn embedding_benchmark_reports_real_throughput() {
     let texts = rudder_bench::synthetic_texts(200);
     let unique: std::collections::HashSet<_> = texts.iter().collect();
     assert_eq!(unique.len(), 200, "synthetic texts must not repeat");
+}
+
+#[test]
+fn memory_benchmark_reads_a_synthetic_history_with_the_real_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let llm = common::small_model();
+    let b = rudder_bench::memory::bench_memory(
+        dir.path(),
+        40,
+        3,
+        &llm,
+        (embedder(), common::EMBED_MODEL),
+        &rudder::history::NoProgress,
+    )
+    .unwrap();
+    assert!(b.sessions >= 35, "{b:?}");
+    assert_eq!(b.read + b.skipped, b.sessions as usize, "{b:?}");
+    assert!(
+        b.bursts >= b.read.div_ceil(rudder::profile::memory::BURST_ITEMS),
+        "{b:?}"
+    );
+    assert!(b.prompt_tokens > 0 && b.sessions_per_second > 0.0, "{b:?}");
+    assert!((b.minutes_per_thousand - b.seconds / 60.0 * 1000.0 / b.sessions as f64).abs() < 1e-6);
 }

@@ -151,6 +151,10 @@ pub enum EvalCommand {
         /// history, to measure false personalisation.
         #[arg(long, value_name = "N", default_value_t = QualityOptions::default().foreign_questions)]
         foreign_questions: usize,
+        /// Do not read the users' histories into memory after import: every profile reads the
+        /// sessions it retrieves per question (the path before memory, for a before/after).
+        #[arg(long)]
+        no_memory: bool,
         /// The evaluation material with researchy-dev/ (answer coverage is skipped without it).
         #[arg(long, value_name = "DIR", env = "RUDDER_EVAL_DIR")]
         eval_dir: Option<PathBuf>,
@@ -243,6 +247,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
             researchy_questions,
             grounded_questions,
             foreign_questions,
+            no_memory,
             eval_dir,
             depth,
             breadth,
@@ -260,6 +265,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
                 researchy_questions,
                 grounded_questions,
                 foreign_questions,
+                memory: !no_memory,
                 depth,
                 breadth,
             };

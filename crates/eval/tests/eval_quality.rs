@@ -84,6 +84,7 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
         // The test's library is one tea note, not the Wikipedia corpus.
         grounded_questions: 0,
         foreign_questions: 1,
+        memory: true,
         depth: 0,
         breadth: 1,
     };

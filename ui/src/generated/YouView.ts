@@ -28,4 +28,14 @@ standing: Array<StatementView>, recent: Array<QueryProfileView>,
 /**
  * Inferred statements the user deleted; they stay out of profiles until restored.
  */
-hidden: Array<StatementView>, sources: Array<SourceSwitch>, };
+hidden: Array<StatementView>, sources: Array<SourceSwitch>, 
+/**
+ * What Rudder remembers about the user: statements read from their history once, each
+ * with the sessions it rests on (criterion: its kind, `constraint`, `background`,
+ * `preference` or `presentation`), the best supported first.
+ */
+memory: Array<StatementView>, 
+/**
+ * Sessions not yet read into memory.
+ */
+memory_unread: number, };

@@ -5,7 +5,7 @@
 
 import { busy, button, byId, h, replace, showError } from '../dom';
 import { formatDate, plural } from '../format';
-import { errorText, historyForget, youBuild, youPersonalise, youRestore, youSay, youUnsay, youView } from '../ipc';
+import { errorText, historyForget, onImportProgress, youBuild, youPersonalise, youRemember, youRestore, youSay, youUnsay, youView } from '../ipc';
 import { onShow, show } from '../nav';
 import type { InterestView, StatementView, YouView } from '../types';
 import { openHistorySession } from './history';
@@ -24,6 +24,9 @@ const CRITERION_LABEL: Record<string, string> = {
   domain: 'work or hobby',
   hidden: 'deleted',
   standing: 'standing',
+  constraint: 'constraint',
+  background: 'background',
+  preference: 'preference',
 };
 
 export function criterionLabel(criterion: string): string {
@@ -62,6 +65,9 @@ export function createYouScreen(): HTMLElement {
   });
   const generalButton = button('Build from my whole history', () => void build(generalButton, null), {
     id: 'you-build-general',
+  });
+  const rememberButton = button('Read my history into memory', () => void remember(rememberButton), {
+    id: 'you-remember',
   });
   const field = (id: string, text: string, el: HTMLElement): HTMLElement =>
     h('div', { class: 'field' }, h('label', { for: id }, text), el);
@@ -102,6 +108,16 @@ export function createYouScreen(): HTMLElement {
       ),
       h('p', { id: 'you-build-status', class: 'detail busy-text', role: 'status', hidden: true }),
       h('div', { id: 'you-recent' }),
+    ),
+    h(
+      'div',
+      { class: 'card', id: 'you-memory-card' },
+      h('h3', null, 'What Rudder remembers'),
+      h('p', { class: 'detail' }, 'Read once from your history: constraints, background, preferences and how you like answers, each with the sessions it rests on. Each question uses the ones that matter for it. Delete or correct any of them; forgetting a session removes what rests on it alone.'),
+      h('ul', { id: 'you-memory', class: 'statements' }),
+      h('p', { id: 'you-memory-unread', class: 'detail' }),
+      rememberButton,
+      h('p', { id: 'you-remember-status', class: 'detail busy-text', role: 'status', hidden: true }),
     ),
     h(
       'div',
@@ -170,6 +186,23 @@ async function build(btn: HTMLButtonElement, query: string | null): Promise<void
   try {
     await act(() => youBuild(query), btn);
   } finally {
+    status.hidden = true;
+  }
+}
+
+async function remember(btn: HTMLButtonElement): Promise<void> {
+  const status = byId('you-remember-status');
+  status.textContent = 'Reading your history with the chat model…';
+  status.hidden = false;
+  const stop = await onImportProgress((p) => {
+    if (p.phase === 'reading into memory' && p.total) {
+      status.textContent = `Reading your history with the chat model: ${p.done} of ${p.total} sessions…`;
+    }
+  });
+  try {
+    await act(() => youRemember(), btn);
+  } finally {
+    stop();
     status.hidden = true;
   }
 }
@@ -332,6 +365,17 @@ export function renderYou(view: YouView): void {
         )
       : h('p', { class: 'detail' }, 'Each research builds a profile for its question. None yet: ask a question above to see one.'),
   );
+
+  replace(
+    byId('you-memory'),
+    view.memory.length
+      ? view.memory.map((s) => statementItem(s, 'inferred'))
+      : h('li', { class: 'detail' }, view.has_history ? 'Nothing yet.' : 'Nothing yet: import your history first.'),
+  );
+  const unread = Number(view.memory_unread);
+  byId('you-memory-unread').textContent =
+    unread > 0 ? `${plural(unread, 'session')} not read yet; until they are, each question reads the ones it finds.` : view.has_history ? 'All of your history is read.' : '';
+  byId<HTMLButtonElement>('you-remember').hidden = unread === 0;
 
   byId('you-standing-card').hidden = view.standing.length === 0;
   replace(

@@ -539,6 +539,16 @@ describe('flows', () => {
     await page.click('#you-hidden .you-statement[data-statement-id="i0000dddd"] .you-restore');
     await page.waitForFunction(() => document.querySelectorAll('#you-hidden .you-statement').length === 1);
 
+    // The memory is read on request, with progress while it runs, then shown with its sessions.
+    expect(await text(page, '#you-memory-unread')).toContain('not read yet');
+    await page.click('#you-remember');
+    await page.waitForSelector('#you-remember-status:not([hidden])');
+    await page.waitForSelector('#you-memory .you-statement[data-statement-id="i0000ffff"]');
+    expect(await page.isHidden('#you-remember-status')).toBe(true);
+    expect(await text(page, '#you-memory .you-text')).toBe('sits at a desk eight hours a day');
+    expect(await text(page, '#you-memory-unread')).toBe('All of your history is read.');
+    expect(await page.isHidden('#you-remember')).toBe(true);
+
     // A source switched off stays listed, searchable only.
     await page.uncheck('#you-source-chatgpt');
     await page.waitForFunction(() => document.querySelector('#you-sources')?.textContent?.includes('searchable only'));

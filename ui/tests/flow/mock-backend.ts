@@ -424,13 +424,15 @@ const recentProfile = (): StatementView[] => [
   inferred('i0000aaaa', 'emphasize', 'works at a desk all day', [12]),
   inferred('i0000bbbb', 'explanation style', 'wants exercises as numbered steps', [15]),
 ];
+let remembered = false;
+const memory = (): StatementView[] => [inferred('i0000ffff', 'constraint', 'sits at a desk eight hours a day', [12])];
 const generalInterests = (): YouView['interests'] => [
   { statement: inferred('i0000cccc', 'interest', 'Back health', [12, 15]), subtopics: ['standing desks', 'exercises'], takeaway: 'Looks for relief at work', presentation: inferred('i0000dddd', 'presentation', 'short practical answers', [15]) },
 ];
 
 function youView(): YouView {
   const standing = [{ ...inferred('i0000eeee', 'standing', 'I work night shifts as a nurse.', []), origin: 'chatgpt custom instructions' }];
-  const all = [...recentProfile(), ...standing, ...generalInterests().flatMap((i) => [i.statement, i.presentation!])];
+  const all = [...recentProfile(), ...standing, ...memory(), ...generalInterests().flatMap((i) => [i.statement, i.presentation!])];
   const visible = (s: StatementView): boolean => !hiddenIds.includes(s.id);
   const sources = [...new Set(hits.map((h) => h.source))];
   return {
@@ -456,6 +458,8 @@ function youView(): YouView {
       sessions: hits.filter((h) => h.source === source).length,
       personalised: !unpersonalised.includes(source),
     })),
+    memory: remembered ? memory().filter(visible) : [],
+    memory_unread: remembered ? 0 : hits.length,
   };
 }
 
@@ -576,6 +580,10 @@ export async function handle(cmd: string, args: Args = {}): Promise<unknown> {
       unpersonalised = args.personalised ? unpersonalised.filter((s) => s !== source) : [...unpersonalised, source];
       return youView();
     }
+    case 'you_remember':
+      await sleep(200);
+      remembered = true;
+      return youView();
     case 'you_build':
       await sleep(200);
       if (args.query === null) profileBuilt = true;

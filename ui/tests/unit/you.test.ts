@@ -21,6 +21,8 @@ const view = (over: Partial<YouView> = {}): YouView => ({
   recent: [{ query: 'What camera should I buy?', built_at: '2025-02-01T08:00:00Z', statements: [said, inferred] }],
   hidden: [],
   sources: [{ source: 'google-search', sessions: 12, personalised: true }],
+  memory: [],
+  memory_unread: 0,
   ...over,
 });
 
@@ -68,6 +70,22 @@ describe('the You screen', () => {
     expect(document.getElementById('you-hidden-card')?.hidden).toBe(false);
     expect((document.getElementById('you-source-chatgpt') as HTMLInputElement).checked).toBe(false);
     expect(document.getElementById('you-sources')?.textContent).toContain('searchable only');
+  });
+
+  it('shows the memory with its kinds and sessions, and offers to read what is unread', () => {
+    const remembered: StatementView = { ...inferred, id: 'i5678abcd', criterion: 'constraint', text: 'right knee is irritated' };
+    renderYou(view({ memory: [remembered], memory_unread: 40 }));
+    const item = document.querySelector('#you-memory .you-statement');
+    expect(item?.querySelector('.you-text')?.textContent).toBe('right knee is irritated');
+    expect(item?.querySelector('.badge')?.textContent).toBe('constraint');
+    expect(item?.querySelector('.statement-sessions button')?.getAttribute('data-history-id')).toBe('7');
+    expect(document.getElementById('you-memory-unread')?.textContent).toContain('40 sessions not read yet');
+    expect(document.getElementById('you-remember')?.hidden).toBe(false);
+
+    renderYou(view({ memory: [], memory_unread: 0 }));
+    expect(document.getElementById('you-memory')?.textContent).toBe('Nothing yet.');
+    expect(document.getElementById('you-memory-unread')?.textContent).toBe('All of your history is read.');
+    expect(document.getElementById('you-remember')?.hidden).toBe(true);
   });
 
   it('points to Import when there is no history, and disables what needs it', () => {

@@ -115,6 +115,9 @@ pub struct QualityOptions {
     /// personalisation (the report states a need of theirs that belongs to another question).
     /// Taken from the users of the report sample, in order; 0 skips the measure.
     pub foreign_questions: usize,
+    /// Read each user's history into memory after importing it (Rudder's import path); without
+    /// it, every profile reads the sessions it retrieves per question (the path before memory).
+    pub memory: bool,
     pub depth: u32,
     pub breadth: u32,
 }
@@ -130,6 +133,7 @@ impl Default for QualityOptions {
             researchy_questions: 1,
             grounded_questions: 3,
             foreign_questions: 4,
+            memory: true,
             depth: 1,
             breadth: 1,
         }
@@ -210,6 +214,19 @@ pub struct ProfileRecord {
     pub citation_precision: Option<f64>,
     /// Every statement, with its criterion.
     pub statements: Vec<String>,
+    pub cost: Cost,
+}
+
+/// One user's history read into memory ([`rudder::profile::memory`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MemoryRecord {
+    pub user: String,
+    /// Sessions read by the model, and skipped by the cheap check.
+    pub read: usize,
+    pub skipped: usize,
+    pub statements: usize,
+    /// Sessions (read and skipped) per second.
+    pub sessions_per_second: f64,
     pub cost: Cost,
 }
 
@@ -295,6 +312,9 @@ pub struct QualityRecords {
     /// question), so a need "addressed" is a need dragged in from another question.
     #[serde(default)]
     pub foreign: Vec<ReportRecord>,
+    /// The users' histories read into memory (empty when [`QualityOptions::memory`] is off).
+    #[serde(default)]
+    pub memory: Vec<MemoryRecord>,
     pub coverage: Vec<CoverageRecord>,
     pub failures: Vec<Failure>,
     pub seconds: f64,
@@ -420,6 +440,7 @@ pub fn run_quality(
         profiles: Vec::new(),
         reports: Vec::new(),
         foreign: Vec::new(),
+        memory: Vec::new(),
         coverage: Vec::new(),
         failures: Vec::new(),
         seconds: 0.0,
@@ -458,6 +479,8 @@ pub fn run_quality(
 
     // 2 and 3. Profiles, then reports, one user's history at a time.
     let docs_empty = !ctx.docs_dir.exists();
+    // Each user's history as read in this run (with its memory), for the foreign questions.
+    let mut history_dirs: HashMap<String, PathBuf> = HashMap::new();
     for (index, user) in users.iter().enumerate() {
         let questions: Vec<&PlantedQuestion> = profile_sample
             .iter()
@@ -467,7 +490,12 @@ pub fn run_quality(
         if questions.is_empty() {
             continue;
         }
-        let (mut history, ids) = match import_user(ctx, index, user) {
+        let (mut history, ids) = match import_user(ctx, index, user).and_then(|(mut h, ids)| {
+            if options.memory {
+                records.memory.push(remember(ctx, &mut h, user)?);
+            }
+            Ok((h, ids))
+        }) {
             Ok(h) => h,
             Err(e) => {
                 for q in &questions {
@@ -480,6 +508,7 @@ pub fn run_quality(
                 continue;
             }
         };
+        history_dirs.insert(user.id.clone(), history.dir().to_path_buf());
         let mut profiles: HashMap<String, String> = HashMap::new();
         for question in &questions {
             ctx.progress.note(&format!("profile {}", question.id));
@@ -575,7 +604,8 @@ pub fn run_quality(
         };
         let item = format!("{}@{}", asked.id, user.id);
         ctx.progress.note(&format!("false personalisation {item}"));
-        match foreign_run(ctx, options, &needs, &support, index, user, asked) {
+        let main_dir = history_dirs.get(&user.id).map(PathBuf::as_path);
+        match foreign_run(ctx, options, &needs, &support, index, user, asked, main_dir) {
             Ok(record) => {
                 ctx.progress.note(&format!(
                     "false personalisation {item}: {} of the user's needs stated",
@@ -663,6 +693,43 @@ fn import_user(
     history.embed_pending(ctx.embedder, &ctx.embed_model, ctx.progress)?;
     let ids = retrieval::ids_by_hash(&history)?;
     Ok((history, ids))
+}
+
+/// Reads `user`'s imported history into memory, as Rudder does after an import.
+fn remember(
+    ctx: &QualityContext,
+    history: &mut History,
+    user: &PlantedUser,
+) -> Result<MemoryRecord, EvalError> {
+    ctx.progress.note(&format!("memory {}", user.id));
+    let done = rudder::profile::memory::remember(
+        ctx.llm,
+        history,
+        Some(ctx.embedder),
+        &rudder::profile::memory::RememberOptions::default(),
+        ctx.progress,
+    )
+    .map_err(|e| run_error(&user.id, "memory", e))?;
+    let statements = history
+        .store()
+        .memory()
+        .map_err(|e| run_error(&user.id, "memory", e))?
+        .len();
+    ctx.progress.note(&format!(
+        "memory {}: {} sessions read, {} skipped, {statements} statements, {:.2} sessions/s",
+        user.id,
+        done.read,
+        done.skipped,
+        done.sessions_per_second()
+    ));
+    Ok(MemoryRecord {
+        user: user.id.clone(),
+        read: done.read,
+        skipped: done.skipped,
+        statements,
+        sessions_per_second: done.sessions_per_second(),
+        cost: Cost::new(done.usage, done.seconds),
+    })
 }
 
 /// The needs some of `sentences` address, by id.
@@ -899,11 +966,24 @@ fn foreign_run(
     index: usize,
     user: &PlantedUser,
     asked: &PlantedQuestion,
+    main_dir: Option<&Path>,
 ) -> Result<ReportRecord, EvalError> {
-    let dir = retrieval::scratch_dir(&ctx.work_dir.join("foreign"), index, &user.id)?;
-    let export = ctx.set_dir.join(&user.export);
-    let (mut history, _) = retrieval::import_scratch(&dir, &export, &user.id, ctx.progress)?;
-    history.embed_pending(ctx.embedder, &ctx.embed_model, ctx.progress)?;
+    // The user's history as the profile stage left it (read into memory once), else a fresh
+    // import.
+    let mut history = match main_dir {
+        Some(dir) => History::open(dir)?,
+        None => {
+            let dir = retrieval::scratch_dir(&ctx.work_dir.join("foreign"), index, &user.id)?;
+            let export = ctx.set_dir.join(&user.export);
+            let (mut history, _) =
+                retrieval::import_scratch(&dir, &export, &user.id, ctx.progress)?;
+            history.embed_pending(ctx.embedder, &ctx.embed_model, ctx.progress)?;
+            if options.memory {
+                remember(ctx, &mut history, user)?;
+            }
+            history
+        }
+    };
     let question = PlantedQuestion {
         id: format!("{}@{}", asked.id, user.id),
         query: asked.query.clone(),
@@ -994,6 +1074,11 @@ pub fn cost_by_stage(records: &QualityRecords) -> BTreeMap<String, Cost> {
         out.entry("retrieval expansion".into())
             .or_default()
             .add(Cost::new(r.expansion_usage, r.expansion_seconds));
+    }
+    for m in &records.memory {
+        out.entry("memory (import time)".into())
+            .or_default()
+            .add(m.cost);
     }
     for p in &records.profiles {
         out.entry("profile".into()).or_default().add(p.cost);

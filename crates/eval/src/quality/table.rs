@@ -63,6 +63,25 @@ pub fn markdown(r: &QualityRecords) -> String {
         out.push_str("not measured (see failures)\n");
     }
 
+    if !r.memory.is_empty() {
+        let sessions: usize = r.memory.iter().map(|m| m.read + m.skipped).sum();
+        let seconds: f64 = r.memory.iter().map(|m| m.cost.seconds).sum();
+        let _ = writeln!(
+            out,
+            "\n## Memory (read once per user after import)\n\n{} users: {} sessions ({} read by \
+             the model, {} skipped by the cheap check), {} statements, {:.0} s: {:.2} sessions/s \
+             ({:.1} min per 1,000 sessions).",
+            r.memory.len(),
+            sessions,
+            r.memory.iter().map(|m| m.read).sum::<usize>(),
+            r.memory.iter().map(|m| m.skipped).sum::<usize>(),
+            r.memory.iter().map(|m| m.statements).sum::<usize>(),
+            seconds,
+            sessions as f64 / seconds.max(1e-9),
+            seconds / 60.0 * 1000.0 / (sessions.max(1) as f64),
+        );
+    }
+
     out.push_str("\n## Query-aware profile\n\n");
     out.push_str("| questions | need recall | citation precision | statements per profile |\n|---|---|---|---|\n");
     let _ = writeln!(

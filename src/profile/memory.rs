@@ -1,0 +1,881 @@
+//! The memory of the user: statements about the person, read from history once (after an
+//! import, in the background) instead of for every question.
+//!
+//! A per-question profile can only state what retrieval finds, and retrieval finds under a
+//! quarter of the sessions that say something about the person. Memory reads what the person
+//! wrote: sessions are taken in time order, a cheap check in code passes over visited pages,
+//! lookups (weather, a bare site name) and chats with no first-person word, leaving them to the
+//! per-question path, and the rest are read a *burst* at a time (up to [`BURST_ITEMS`]
+//! consecutive sessions: usually one sitting on one subject) with one small call that notes at
+//! most three facts, each naming its item.
+//! Code then checks every note as a per-question phrase is checked
+//! ([`super::extract::Checks::check_phrase`]: not nothing, no debris, the item's own words, no
+//! number or name the item does not say, not generic), retries once with the reason, and merges
+//! a note with an equivalent statement already remembered (the same words, or an embedding
+//! cosine of [`MERGE_THRESHOLD`]), which then rests on one more session.
+//!
+//! Each burst is stored in one transaction with the sessions it read, so reading resumes after
+//! a crash where it stopped and an import adds only its new sessions; forgetting a session
+//! removes every statement that no remaining session supports (a trigger).
+//!
+//! For a question, [`relevant`] ranks the remembered statements by embedding similarity to it,
+//! judges the closest by probability ([`super::relevance`]) and turns those kept into profile
+//! phrases; sessions not yet read still go through the per-question path.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::extract::{Checks, Phrase, PhraseKind, Verdict, MERGE_THRESHOLD};
+use super::select::{numbered, session_line};
+use super::you::statement_key;
+use super::{relevance, ProfileError, You};
+use crate::embed::{cosine, Embedder};
+use crate::history::store::Store;
+use crate::history::{
+    History, HistoryError, HistorySource, Kind, NewMemory, Progress, StoredSession,
+};
+use crate::llm::{GenerationOptions, Llm, Message, Usage};
+
+/// The most sessions one call reads.
+pub const BURST_ITEMS: usize = 8;
+/// The most text one call reads (about 450 tokens).
+pub const BURST_CHARS: usize = 1_600;
+/// How much of each session the model sees.
+const ITEM_CHARS: usize = 240;
+/// The most notes one burst gives.
+const MAX_NOTES: usize = 3;
+/// Three notes of at most 90 characters with their items and kinds, and slack.
+const MAX_TOKENS: u32 = 200;
+/// The phrase cap (as per-question extraction's).
+const MAX_NOTE_CHARS: usize = 90;
+/// Sessions loaded from the store at a time.
+const CHUNK: usize = 64;
+/// Remembered statements judged for a question: the closest to it by embedding.
+pub const MEMORY_CANDIDATES: usize = 24;
+/// Sessions a remembered statement cites in a profile (the most recent).
+const MAX_CITED: usize = 3;
+
+/// How to read history into memory.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RememberOptions {
+    pub burst_items: usize,
+    /// Stop after reading this many sessions (the rest stays unread for the next call).
+    pub limit: Option<usize>,
+}
+
+impl Default for RememberOptions {
+    fn default() -> Self {
+        Self {
+            burst_items: BURST_ITEMS,
+            limit: None,
+        }
+    }
+}
+
+/// What a reading did, and what it cost.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Remembered {
+    /// Sessions read by the model.
+    pub read: usize,
+    /// Sessions the cheap check passed over (marked, and left to the per-question path).
+    pub skipped: usize,
+    /// Calls' worth of sessions (one call each, plus retries).
+    pub bursts: usize,
+    /// New statements.
+    pub added: usize,
+    /// Statements that gained a session.
+    pub strengthened: usize,
+    /// Notes the checks refused.
+    pub refused: usize,
+    pub retries: usize,
+    /// Sessions still unread when it stopped.
+    pub unread: u64,
+    /// Unread sessions when it started.
+    pub total: u64,
+    pub usage: Usage,
+    pub seconds: f64,
+}
+
+impl Remembered {
+    /// Sessions (read and skipped) per second.
+    pub fn sessions_per_second(&self) -> f64 {
+        (self.read + self.skipped) as f64 / self.seconds.max(1e-9)
+    }
+}
+
+/// Words of a search that mark a utility lookup (weather, time, conversions,
+/// translation, scores, tracking, sign-in): the navigational and transactional queries that
+/// make up much of a search log and never say anything about the person.
+const UTILITY_WORDS: &[&str] = &[
+    "weather",
+    "forecast",
+    "timer",
+    "translate",
+    "lyrics",
+    "score",
+    "scores",
+    "showtimes",
+    "tracking",
+    "login",
+    "inbox",
+    "sign in",
+    "near me",
+    "open now",
+    "time in",
+    "status",
+    "convert",
+    "days until",
+];
+
+/// Whether memory reads a session: what the person wrote themselves, that is a chat where they
+/// speak in the first person, or a search of three words or more that is not a utility lookup.
+/// Visited pages show only what someone read, and are most of a browser history; they, and
+/// everything else skipped here, are marked as passed over without a call and stay for the
+/// per-question path, which reads them when retrieval finds them for a question.
+pub fn worth_reading(s: &StoredSession) -> bool {
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| !(c.is_alphanumeric() || c == '\''))
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let utility = |text: &str| {
+        let padded = format!(" {} ", words(text).join(" "));
+        UTILITY_WORDS
+            .iter()
+            .any(|u| padded.contains(&format!(" {u} ")))
+    };
+    let session = &s.session;
+    match session.kind {
+        Kind::Chat => session.turns.iter().any(|t| {
+            t.role == crate::history::TurnRole::User
+                && words(&t.text).iter().any(|w| {
+                    matches!(
+                        w.as_str(),
+                        "i" | "i'm"
+                            | "i've"
+                            | "i'd"
+                            | "i'll"
+                            | "my"
+                            | "me"
+                            | "mine"
+                            | "we"
+                            | "we're"
+                            | "our"
+                            | "us"
+                    )
+                })
+        }),
+        Kind::Search => words(&session.title).len() >= 3 && !utility(&session.title),
+        Kind::Visit => false,
+    }
+}
+
+/// Splits sessions (in time order) into bursts of consecutive sessions: at most `max_items`
+/// and [`BURST_CHARS`] of text each. Related searches sit together in time, so a burst is
+/// usually one sitting on one subject; it need not be, since every note names its own item and
+/// is checked against it alone. (Cutting at gaps in time made most bursts one session long on a
+/// history spread over months: a call per session, twice the budget.)
+pub fn bursts(sessions: Vec<StoredSession>, max_items: usize) -> Vec<Vec<StoredSession>> {
+    let mut out: Vec<Vec<StoredSession>> = Vec::new();
+    let mut chars = 0;
+    for s in sessions {
+        let len = session_line(&s, ITEM_CHARS).chars().count();
+        match out.last_mut() {
+            Some(burst) if burst.len() < max_items.max(1) && chars + len <= BURST_CHARS => {
+                chars += len;
+                burst.push(s);
+            }
+            _ => {
+                chars = len;
+                out.push(vec![s]);
+            }
+        }
+    }
+    out
+}
+
+/// One note as the model writes it.
+#[derive(Debug, Clone, Deserialize)]
+struct Note {
+    item: usize,
+    about_user: String,
+    kind: PhraseKind,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct Notes {
+    notes: Vec<Note>,
+}
+
+fn notes_schema(items: usize) -> serde_json::Value {
+    let numbers: Vec<usize> = (1..=items).collect();
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "notes": {
+                "type": "array",
+                "maxItems": MAX_NOTES,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "item": {"type": "integer", "enum": numbers},
+                        // Prose without JSON or markup characters, nor the `|` of a page
+                        // title's site name ("… | Lonely Planet"): a note is not a title.
+                        "about_user": {
+                            "type": "string",
+                            "pattern": format!("^[^{{}}\\[\\]\"\\\\<>\\n|]{{1,{MAX_NOTE_CHARS}}}$"),
+                        },
+                        "kind": {"type": "string", "enum": ["constraint", "background", "preference", "presentation"]}
+                    },
+                    "required": ["item", "about_user", "kind"],
+                    "additionalProperties": false
+                }
+            }
+        },
+        "required": ["notes"],
+        "additionalProperties": false
+    })
+}
+
+/// A note that passed the checks, with the session it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Noted {
+    pub session: i64,
+    pub text: String,
+    pub kind: PhraseKind,
+}
+
+/// What one burst gave.
+#[derive(Debug, Default)]
+struct BurstAnswer {
+    notes: Vec<Noted>,
+    refused: usize,
+    retries: usize,
+    usage: Usage,
+}
+
+/// Reads one burst: one call, its notes checked against the items they name, once more with
+/// the reasons when a note broke a rule.
+fn read_burst(
+    llm: &dyn Llm,
+    checks: &Checks<'_>,
+    burst: &[StoredSession],
+) -> Result<BurstAnswer, ProfileError> {
+    let items = numbered(burst, ITEM_CHARS);
+    let texts: Vec<String> = items
+        .iter()
+        .map(|i| i["text"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let prompt = crate::prompts::render("memory_extract", minijinja::context! { items })?;
+    let mut out = BurstAnswer::default();
+    let mut note = String::new();
+    for attempt in 0..2 {
+        let reply = crate::llm::complete_schema::<Notes>(
+            llm,
+            vec![Message::user(format!("{prompt}{note}"))],
+            GenerationOptions::greedy(MAX_TOKENS),
+            notes_schema(burst.len()),
+        )?;
+        out.usage += reply.completion.usage;
+        let notes = match reply.parsed {
+            Ok(n) => n.notes,
+            Err(e) => {
+                tracing::debug!(error = %e, "memory: an unusable answer");
+                break;
+            }
+        };
+        let mut reasons = Vec::new();
+        for n in notes {
+            let Some(text) = n.item.checked_sub(1).and_then(|i| texts.get(i)) else {
+                out.refused += 1;
+                continue;
+            };
+            match checks.check_phrase(&n.about_user, text)? {
+                Verdict::Keep(kept) => {
+                    let session = burst[n.item - 1].id;
+                    if !out
+                        .notes
+                        .iter()
+                        .any(|o| statement_key(&o.text) == statement_key(&kept))
+                    {
+                        out.notes.push(Noted {
+                            session,
+                            text: kept,
+                            kind: n.kind,
+                        });
+                    }
+                }
+                Verdict::Drop(why) => {
+                    tracing::debug!(note = %n.about_user, %why, "memory: note dropped");
+                    out.refused += 1;
+                }
+                Verdict::Retry(why) => {
+                    tracing::debug!(note = %n.about_user, %why, attempt, "memory: note refused");
+                    out.refused += 1;
+                    reasons.push(format!(
+                        "Your note \"{}\" was rejected because {why}.",
+                        n.about_user.trim()
+                    ));
+                }
+            }
+        }
+        if reasons.is_empty() || attempt == 1 {
+            break;
+        }
+        out.retries += 1;
+        // Appended, so the retry shares the whole first prompt as its prefix.
+        note = format!("\n\n{} Answer again.", reasons.join(" "));
+    }
+    Ok(out)
+}
+
+/// A statement already remembered, for merging.
+struct Known {
+    key: String,
+    vector: Option<Vec<f32>>,
+}
+
+/// Reads the sessions not yet in memory (up to `options.limit`), advancing `progress` by the
+/// sessions of every stored burst. A failed call ends it with everything read before it kept.
+pub fn remember(
+    llm: &dyn Llm,
+    history: &mut History,
+    embedder: Option<&dyn Embedder>,
+    options: &RememberOptions,
+    progress: &dyn Progress,
+) -> Result<Remembered, ProfileError> {
+    let started = Instant::now();
+    let checks = Checks::for_memory(embedder)?;
+    let store_err = |e| ProfileError::History(HistoryError::from(e));
+    let mut known: Vec<Known> = Vec::new();
+    {
+        let rows = history.store().memory().map_err(store_err)?;
+        let vectors = embed_all(embedder, rows.iter().map(|r| r.text.as_str()))?;
+        for (row, vector) in rows.into_iter().zip(vectors) {
+            known.push(Known {
+                key: row.key,
+                vector,
+            });
+        }
+    }
+    let mut out = Remembered {
+        total: history
+            .store()
+            .count_unread_for_memory()
+            .map_err(store_err)?,
+        ..Remembered::default()
+    };
+    let to_read = options.limit.map_or(out.total, |l| out.total.min(l as u64));
+    progress.begin("reading into memory", Some(to_read));
+    let model = llm.model_name().to_string();
+    loop {
+        let room = options.limit.map_or(CHUNK, |l| {
+            l.saturating_sub(out.read + out.skipped).min(CHUNK)
+        });
+        if room == 0 {
+            break;
+        }
+        let ids = history.store().unread_for_memory(room).map_err(store_err)?;
+        if ids.is_empty() {
+            break;
+        }
+        let sessions = history.get_many(&ids)?;
+        let (worth, skipped): (Vec<_>, Vec<_>) = sessions.into_iter().partition(worth_reading);
+        let skipped: Vec<i64> = skipped.iter().map(|s| s.id).collect();
+        history
+            .store_mut_for_profiles()
+            .remember(&model, &[], &skipped, &[])
+            .map_err(store_err)?;
+        out.skipped += skipped.len();
+        progress.advance(skipped.len() as u64);
+        let bursts = bursts(worth, options.burst_items);
+        // As many bursts at once as the model serves, each stored as soon as its group is read,
+        // so a crash loses at most one group and progress moves every few seconds.
+        for group in bursts.chunks(llm.parallelism().max(1)) {
+            let answers = crate::llm::map_concurrent(group.len(), group, |_, burst| {
+                read_burst(llm, &checks, burst)
+            });
+            for (burst, answer) in group.iter().zip(answers) {
+                let answer = answer?;
+                out.bursts += 1;
+                out.usage += answer.usage;
+                out.refused += answer.refused;
+                out.retries += answer.retries;
+                let vectors = embed_all(embedder, answer.notes.iter().map(|n| n.text.as_str()))?;
+                let mut found = Vec::new();
+                for (n, vector) in answer.notes.into_iter().zip(vectors) {
+                    let key = statement_key(&n.text);
+                    let same = known.iter().find(|k| {
+                    k.key == key
+                        || matches!((&k.vector, &vector), (Some(a), Some(b)) if cosine(a, b) >= MERGE_THRESHOLD)
+                });
+                    let key = match same {
+                        Some(k) => k.key.clone(),
+                        None => {
+                            known.push(Known {
+                                key: key.clone(),
+                                vector,
+                            });
+                            key
+                        }
+                    };
+                    found.push(NewMemory {
+                        key,
+                        text: n.text,
+                        kind: kind_name(n.kind).to_string(),
+                        session: n.session,
+                    });
+                }
+                let read: Vec<i64> = burst.iter().map(|s| s.id).collect();
+                let stored = history
+                    .store_mut_for_profiles()
+                    .remember(&model, &read, &[], &found)
+                    .map_err(store_err)?;
+                out.read += read.len();
+                out.added += stored.added;
+                out.strengthened += stored.strengthened;
+                progress.advance(read.len() as u64);
+            }
+        }
+    }
+    progress.end();
+    out.unread = history
+        .store()
+        .count_unread_for_memory()
+        .map_err(store_err)?;
+    out.seconds = started.elapsed().as_secs_f64();
+    tracing::info!(
+        read = out.read,
+        skipped = out.skipped,
+        added = out.added,
+        strengthened = out.strengthened,
+        refused = out.refused,
+        unread = out.unread,
+        "memory read"
+    );
+    Ok(out)
+}
+
+fn embed_all<'t>(
+    embedder: Option<&dyn Embedder>,
+    texts: impl Iterator<Item = &'t str>,
+) -> Result<Vec<Option<Vec<f32>>>, ProfileError> {
+    let texts: Vec<&str> = texts.collect();
+    match embedder {
+        Some(e) if !texts.is_empty() => Ok(e
+            .embed(&texts)
+            .map_err(|e| ProfileError::Invalid(format!("embedding: {e}")))?
+            .into_iter()
+            .map(Some)
+            .collect()),
+        _ => Ok(vec![None; texts.len()]),
+    }
+}
+
+/// The stored name of a kind.
+pub fn kind_name(kind: PhraseKind) -> &'static str {
+    match kind {
+        PhraseKind::Constraint => "constraint",
+        PhraseKind::Background => "background",
+        PhraseKind::Preference => "preference",
+        PhraseKind::Presentation => "presentation",
+    }
+}
+
+fn kind_of(name: &str) -> PhraseKind {
+    match name {
+        "constraint" => PhraseKind::Constraint,
+        "background" => PhraseKind::Background,
+        "presentation" => PhraseKind::Presentation,
+        _ => PhraseKind::Preference,
+    }
+}
+
+/// The remembered statements a profile may carry: not deleted by the user, resting on at least
+/// one session of a source that feeds profiles. The best supported first.
+pub fn usable(store: &Store, you: &You) -> Result<Vec<crate::history::MemoryRow>, ProfileError> {
+    let hidden: Vec<&str> = you.hidden.iter().map(|h| h.key.as_str()).collect();
+    Ok(store
+        .memory()
+        .map_err(|e| ProfileError::History(HistoryError::from(e)))?
+        .into_iter()
+        .filter(|m| !hidden.contains(&m.key.as_str()))
+        .filter_map(|mut m| {
+            m.sessions.retain(|(_, source)| {
+                source
+                    .parse::<HistorySource>()
+                    .is_ok_and(|s| you.personalises_from(s))
+            });
+            (!m.sessions.is_empty()).then_some(m)
+        })
+        .collect())
+}
+
+/// What memory gave a question.
+#[derive(Debug, Clone, Default)]
+pub struct FromMemory {
+    pub phrases: Vec<Phrase>,
+    /// Statements judged.
+    pub asked: usize,
+    pub usage: Usage,
+}
+
+/// The remembered statements that matter for `query`: the `candidates` closest to it by
+/// embedding (the best supported, without an embedder) judged by probability, those scoring
+/// `threshold` or more returned as phrases citing their most recent sessions.
+pub fn relevant(
+    llm: &dyn Llm,
+    store: &Store,
+    embedder: Option<&dyn Embedder>,
+    you: &You,
+    query: &str,
+    candidates: usize,
+    threshold: f32,
+) -> Result<FromMemory, ProfileError> {
+    let mut rows = usable(store, you)?;
+    if rows.is_empty() || candidates == 0 {
+        return Ok(FromMemory::default());
+    }
+    if let Some(e) = embedder {
+        let mut texts = vec![query];
+        texts.extend(rows.iter().map(|r| r.text.as_str()));
+        let mut vectors = e
+            .embed(&texts)
+            .map_err(|e| ProfileError::Invalid(format!("embedding: {e}")))?
+            .into_iter();
+        let q = vectors.next().unwrap_or_default();
+        let mut scored: Vec<(f32, crate::history::MemoryRow)> =
+            vectors.map(|v| cosine(&q, &v)).zip(rows).collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        rows = scored.into_iter().map(|(_, r)| r).collect();
+    }
+    rows.truncate(candidates);
+    let texts: Vec<&str> = rows.iter().map(|r| r.text.as_str()).collect();
+    let (judged, usage) = relevance::relevance(llm, query, &texts)?;
+    let mut phrases = Vec::new();
+    for (rank, (row, j)) in rows.iter().zip(judged).enumerate() {
+        if j.score() < threshold {
+            tracing::debug!(statement = %row.text, score = j.score(), "memory: not relevant");
+            continue;
+        }
+        for (session, _) in row.sessions.iter().rev().take(MAX_CITED) {
+            phrases.push(Phrase {
+                session: *session,
+                rank,
+                text: row.text.clone(),
+                kind: kind_of(&row.kind),
+                // Read without the question: the grade is the judge's, not a written one.
+                relevance: 2,
+                probability: Some(j.score()),
+            });
+        }
+    }
+    Ok(FromMemory {
+        phrases,
+        asked: rows.len(),
+        usage,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{ForgetSelector, NoProgress, Session, Turn, TurnRole};
+    use crate::test_support::ScriptedLlm;
+
+    fn session(kind: Kind, title: &str, user_text: &str, minute: i64) -> Session {
+        let mut turns = vec![Turn::user(user_text, None)];
+        if kind == Kind::Chat {
+            turns.push(Turn {
+                role: TurnRole::Assistant,
+                text: "Sure.".into(),
+                at: None,
+            });
+        }
+        Session {
+            source: if kind == Kind::Chat {
+                HistorySource::Chatgpt
+            } else {
+                HistorySource::GoogleSearch
+            },
+            kind,
+            title: title.into(),
+            url: None,
+            external_id: None,
+            started_at: chrono::DateTime::from_timestamp(1_700_000_000 + minute * 60, 0),
+            time_note: None,
+            turns,
+        }
+    }
+
+    fn search(q: &str, minute: i64) -> Session {
+        session(Kind::Search, q, q, minute)
+    }
+
+    fn history_of(sessions: &[Session]) -> (tempfile::TempDir, History, Vec<i64>) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut history = History::open(dir.path()).unwrap();
+        let mut ids = Vec::new();
+        {
+            let mut w = history.store_mut().write().unwrap();
+            for s in sessions {
+                match w.insert_session(s, &s.content_hash(), "test").unwrap() {
+                    crate::history::Inserted::Added(id) => ids.push(id),
+                    other => panic!("{other:?}"),
+                }
+            }
+            w.commit().unwrap();
+        }
+        (dir, history, ids)
+    }
+
+    fn stored(id: i64, s: Session) -> StoredSession {
+        StoredSession {
+            id,
+            session: s,
+            content_hash: String::new(),
+            origin: String::new(),
+            imported_at: chrono::Utc::now(),
+        }
+    }
+
+    /// Answers a burst with `notes(items)`: the items' lines as the prompt lists them.
+    fn notes_model(
+        notes: impl Fn(&[&str]) -> serde_json::Value + Send + Sync + 'static,
+    ) -> ScriptedLlm {
+        ScriptedLlm::new(move |prompt| {
+            let items: Vec<&str> = prompt
+                .split("Now the items.")
+                .nth(1)
+                .unwrap_or("")
+                .lines()
+                .filter(|l| l.starts_with('['))
+                .collect();
+            serde_json::json!({ "notes": notes(&items) }).to_string()
+        })
+    }
+
+    #[test]
+    fn memory_reads_what_the_person_wrote_and_skips_lookups_and_pages() {
+        let keep = [
+            session(
+                Kind::Chat,
+                "Knees",
+                "My physio says my right knee is irritated",
+                0,
+            ),
+            search("patellofemoral pain return to jogging", 0),
+        ];
+        let skip = [
+            session(
+                Kind::Chat,
+                "Translate",
+                "translate to german: see you next week",
+                0,
+            ),
+            search("gmail", 0),
+            search("weather london tomorrow", 0),
+            search("pizza near me", 0),
+            session(
+                Kind::Visit,
+                "Flat feet and fallen arches: what helps? - Foot Forum",
+                "",
+                0,
+            ),
+            session(Kind::Visit, "YouTube", "", 0),
+        ];
+        for s in keep {
+            assert!(worth_reading(&stored(1, s.clone())), "{}", s.title);
+        }
+        for s in skip {
+            assert!(!worth_reading(&stored(1, s.clone())), "{}", s.title);
+        }
+    }
+
+    #[test]
+    fn bursts_hold_consecutive_sessions_up_to_the_caps() {
+        let sessions: Vec<StoredSession> = (0..20)
+            .map(|i| stored(i, search(&format!("running shoes question {i}"), i)))
+            .collect();
+        let b = bursts(sessions, 8);
+        assert_eq!(b.iter().map(Vec::len).collect::<Vec<_>>(), vec![8, 8, 4]);
+        assert_eq!(b[1][0].id, 8, "in order");
+        let long = "word ".repeat(60);
+        let sessions: Vec<StoredSession> = (0..10).map(|i| stored(i, search(&long, i))).collect();
+        let b = bursts(sessions, 8);
+        assert!(b.iter().all(|b| b
+            .iter()
+            .map(|s| session_line(s, ITEM_CHARS).chars().count())
+            .sum::<usize>()
+            <= BURST_CHARS));
+        assert!(b.len() > 1);
+    }
+
+    #[test]
+    fn notes_are_checked_merged_stored_and_resumed() {
+        let (_dir, mut history, ids) = history_of(&[
+            session(
+                Kind::Chat,
+                "Gear",
+                "I set aside 120 dollars for sports gear",
+                0,
+            ),
+            search("gmail", 1),
+            search("patellofemoral knee pain jogging", 2),
+            session(
+                Kind::Chat,
+                "Budget",
+                "my hard ceiling is 120 dollars for gear",
+                300,
+            ),
+        ]);
+        // Every burst: a faithful note on each item that mentions money, an invented number on
+        // the knee search (refused, asked again with the reason, then dropped).
+        let llm = notes_model(|items| {
+            let mut notes = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                if item.contains("120 dollars") {
+                    notes.push(serde_json::json!({"item": i + 1, "about_user": "set aside 120 dollars for gear", "kind": "constraint"}));
+                }
+                if item.contains("knee") {
+                    notes.push(serde_json::json!({"item": i + 1, "about_user": "knee pain, jogs 25 km a week", "kind": "constraint"}));
+                }
+            }
+            serde_json::Value::Array(notes)
+        });
+        let options = RememberOptions {
+            burst_items: 2,
+            limit: Some(3),
+        };
+        let first = remember(&llm, &mut history, None, &options, &NoProgress).unwrap();
+        assert_eq!(first.total, 4);
+        assert_eq!(first.skipped, 1, "gmail");
+        assert_eq!(first.read, 2);
+        assert_eq!(
+            first.unread, 1,
+            "the limit leaves the last session for later"
+        );
+        assert_eq!(first.added, 1);
+        assert_eq!(first.retries, 1);
+        let retry = llm.prompts_with("Your note \"");
+        assert!(retry[0].contains("does not say 25"), "{}", retry[0]);
+        // Resumed: only the unread session is read, and its note strengthens the statement.
+        let second = remember(
+            &llm,
+            &mut history,
+            None,
+            &RememberOptions::default(),
+            &NoProgress,
+        )
+        .unwrap();
+        assert_eq!((second.read, second.skipped, second.unread), (1, 0, 0));
+        assert_eq!((second.added, second.strengthened), (0, 1));
+        let memory = history.store().memory().unwrap();
+        assert_eq!(memory.len(), 1);
+        assert_eq!(memory[0].text, "Set aside 120 dollars for gear");
+        let cited: Vec<i64> = memory[0].sessions.iter().map(|(id, _)| *id).collect();
+        assert_eq!(cited, vec![ids[0], ids[3]]);
+        // Nothing left: no call.
+        let calls = llm.prompts().len();
+        let third = remember(
+            &llm,
+            &mut history,
+            None,
+            &RememberOptions::default(),
+            &NoProgress,
+        )
+        .unwrap();
+        assert_eq!(third.read + third.skipped, 0);
+        assert_eq!(llm.prompts().len(), calls);
+
+        // Forgetting one source keeps the statement; forgetting the last removes it.
+        history.forget(&ForgetSelector::Session(ids[0])).unwrap();
+        let memory = history.store().memory().unwrap();
+        assert_eq!(memory.len(), 1);
+        assert_eq!(memory[0].sessions.len(), 1);
+        history.forget(&ForgetSelector::Session(ids[3])).unwrap();
+        assert!(history.store().memory().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_question_gets_the_remembered_statements_judged_relevant() {
+        let (_dir, mut history, ids) = history_of(&[
+            session(
+                Kind::Chat,
+                "Knee",
+                "my right knee is irritated, patellofemoral",
+                0,
+            ),
+            session(Kind::Chat, "Gift", "I need a birthday gift for my dad", 1),
+        ]);
+        let llm = notes_model(|items| {
+            serde_json::Value::Array(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| {
+                        let note = if item.contains("knee") {
+                            "right knee is irritated"
+                        } else {
+                            "needs a birthday gift for dad"
+                        };
+                        serde_json::json!({"item": i + 1, "about_user": note, "kind": "constraint"})
+                    })
+                    .collect(),
+            )
+        });
+        remember(
+            &llm,
+            &mut history,
+            None,
+            &RememberOptions::default(),
+            &NoProgress,
+        )
+        .unwrap();
+        assert_eq!(history.store().memory().unwrap().len(), 2);
+        // The judge: yes for the knee on the running question, no otherwise.
+        let judge = ScriptedLlm::new(|prompt| {
+            if prompt.contains("running shoes") && prompt.ends_with("Right knee is irritated") {
+                r#"{"probabilities":[0.9,0.1]}"#.to_string()
+            } else {
+                r#"{"probabilities":[0.1,0.9]}"#.to_string()
+            }
+        });
+        let you = You::load(history.store()).unwrap();
+        let got = relevant(
+            &judge,
+            history.store(),
+            None,
+            &you,
+            "Which running shoes should I buy?",
+            MEMORY_CANDIDATES,
+            relevance::RELEVANCE_THRESHOLD,
+        )
+        .unwrap();
+        assert_eq!(got.asked, 2);
+        assert_eq!(got.phrases.len(), 1, "{:?}", got.phrases);
+        assert_eq!(got.phrases[0].text, "Right knee is irritated");
+        assert_eq!(got.phrases[0].session, ids[0]);
+        // A statement the user deleted is not judged at all.
+        let key = statement_key("Right knee is irritated");
+        history
+            .store()
+            .hide_statement(&key, "Right knee is irritated", &[ids[0]])
+            .unwrap();
+        let you = You::load(history.store()).unwrap();
+        let got = relevant(
+            &judge,
+            history.store(),
+            None,
+            &you,
+            "Which running shoes?",
+            24,
+            0.25,
+        )
+        .unwrap();
+        assert_eq!(got.asked, 1);
+        assert!(got.phrases.is_empty());
+    }
+}
