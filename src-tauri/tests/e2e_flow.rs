@@ -500,6 +500,14 @@ async fn flow(client: &Client, fixtures: &Path, saved: &mut Vec<String>) -> Test
         "{profile}"
     );
     assert!(!profile.contains(CORRECTED), "{profile}");
+    step("you: read the history into memory");
+    let unread = find(client, "#you-memory-unread").await?.text().await?;
+    assert!(unread.contains("not read yet"), "{unread}");
+    click(client, "#you-remember").await?;
+    wait_text(client, "#you-memory-unread", MODEL_TIMEOUT, |t| {
+        t.contains("All of your history is read")
+    })
+    .await?;
     assert_nothing_ran(client, "you").await?;
     shot(client, "you", saved).await?;
 

@@ -211,7 +211,8 @@ pub fn run_import(ctx: &Ctx, args: ImportArgs) -> anyhow::Result<ExitCode> {
     if report.stored_anything() {
         drop(history);
         if args.remember {
-            remember(ctx, None)?;
+            // On stderr, so that `--json import` prints one document.
+            eprintln!("{}", remembered_line(&read_into_memory(ctx, None)?));
         } else if !ctx.json {
             let unread = open_history(ctx)?.store().count_unread_for_memory()?;
             eprintln!(
@@ -337,7 +338,11 @@ pub fn run(ctx: &Ctx, cmd: HistoryCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn remember(ctx: &Ctx, limit: Option<usize>) -> anyhow::Result<ExitCode> {
+/// Reads what is not yet in memory (up to `limit` sessions) with the chat model.
+fn read_into_memory(
+    ctx: &Ctx,
+    limit: Option<usize>,
+) -> anyhow::Result<rudder::profile::memory::Remembered> {
     let mut history = open_history(ctx)?;
     let models = ModelStore::open(&ctx.paths)?;
     let llm = rudder::llm::open_chat(&models, &ctx.settings, ctx.model.as_deref())?;
@@ -346,29 +351,37 @@ fn remember(ctx: &Ctx, limit: Option<usize>) -> anyhow::Result<ExitCode> {
         limit,
         ..RememberOptions::default()
     };
-    let done = rudder::profile::memory::remember(
+    Ok(rudder::profile::memory::remember(
         llm.as_ref(),
         &mut history,
         embedder.as_ref().map(|(e, _)| e as &dyn Embedder),
         &options,
         &CountProgress::default(),
-    )?;
+    )?)
+}
+
+fn remembered_line(done: &rudder::profile::memory::Remembered) -> String {
+    format!(
+        "read {} sessions ({} passed over: visited pages and lookups, read per question) in {:.0} \
+         s, {:.2} sessions/s: {} new statements, {} strengthened, {} notes refused; {} sessions \
+         unread",
+        done.read,
+        done.skipped,
+        done.seconds,
+        done.sessions_per_second(),
+        done.added,
+        done.strengthened,
+        done.refused,
+        done.unread
+    )
+}
+
+fn remember(ctx: &Ctx, limit: Option<usize>) -> anyhow::Result<ExitCode> {
+    let done = read_into_memory(ctx, limit)?;
     if ctx.json {
         println!("{}", serde_json::to_string_pretty(&done)?);
     } else {
-        println!(
-            "read {} sessions ({} passed over: visited pages and lookups, read per question) in \
-             {:.0} s, {:.2} sessions/s: {} new statements, {} strengthened, {} notes refused; {} \
-             sessions unread",
-            done.read,
-            done.skipped,
-            done.seconds,
-            done.sessions_per_second(),
-            done.added,
-            done.strengthened,
-            done.refused,
-            done.unread
-        );
+        println!("{}", remembered_line(&done));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -53,6 +53,8 @@ const MAX_NOTE_CHARS: usize = 90;
 const CHUNK: usize = 64;
 /// Remembered statements judged for a question: the closest to it by embedding.
 pub const MEMORY_CANDIDATES: usize = 24;
+/// Presentation statements (how the person likes answers) judged for every question.
+const MAX_PRESENTATION: usize = 4;
 /// Sessions a remembered statement cites in a profile (the most recent).
 const MAX_CITED: usize = 3;
 
@@ -292,7 +294,11 @@ fn read_burst(
                 out.refused += 1;
                 continue;
             };
-            match checks.check_phrase(&n.about_user, text)? {
+            let verdict = match copies_title(&n.about_user, &burst[n.item - 1]) {
+                Some(why) => Verdict::Retry(why),
+                None => checks.check_phrase(&n.about_user, text)?,
+            };
+            match verdict {
                 Verdict::Keep(kept) => {
                     let session = burst[n.item - 1].id;
                     if !out
@@ -329,6 +335,22 @@ fn read_burst(
         note = format!("\n\n{} Answer again.", reasons.join(" "));
     }
     Ok(out)
+}
+
+/// Why a note merely copies its item's search or title, if it does: "sourdough starter not
+/// bubbling" from that search is a topic the person looked up, not a fact about them ("has a
+/// sourdough starter that does not bubble").
+fn copies_title(note: &str, item: &StoredSession) -> Option<String> {
+    let key = statement_key(note);
+    let title = statement_key(&item.session.title);
+    let what = match item.session.kind {
+        Kind::Search => "the search",
+        Kind::Chat => "the chat's title",
+        Kind::Visit => "the page's title",
+    };
+    (!key.is_empty() && format!(" {title} ").contains(&format!(" {key} "))).then(|| {
+        format!("it copies {what}; say what it tells about the person, such as \"has …\", \"new to …\" or \"wants …\"")
+    })
 }
 
 /// A statement already remembered, for merging.
@@ -551,6 +573,15 @@ pub fn relevant(
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
         rows = scored.into_iter().map(|(_, r)| r).collect();
     }
+    // How the person likes answers holds for every question but reads like none of them: the
+    // best supported such statements are always judged.
+    let (mut presentation, rest): (Vec<_>, Vec<_>) =
+        rows.into_iter().partition(|r| r.kind == "presentation");
+    presentation.sort_by(|a, b| b.sessions.len().cmp(&a.sessions.len()));
+    let more = presentation.split_off(MAX_PRESENTATION.min(presentation.len()));
+    rows = presentation;
+    rows.extend(rest);
+    rows.extend(more);
     rows.truncate(candidates);
     let texts: Vec<&str> = rows.iter().map(|r| r.text.as_str()).collect();
     let (judged, usage) = relevance::relevance(llm, query, &texts)?;
@@ -692,6 +723,30 @@ mod tests {
         for s in skip {
             assert!(!worth_reading(&stored(1, s.clone())), "{}", s.title);
         }
+    }
+
+    #[test]
+    fn a_note_that_copies_the_search_or_title_is_asked_again() {
+        let searched = stored(1, search("sourdough starter not bubbling", 0));
+        assert!(copies_title("Sourdough starter not bubbling", &searched)
+            .is_some_and(|why| why.contains("copies the search")));
+        assert!(copies_title("starter not bubbling", &searched).is_some());
+        assert_eq!(
+            copies_title("Has a sourdough starter that does not bubble", &searched),
+            None
+        );
+        let chat = stored(
+            2,
+            session(
+                Kind::Chat,
+                "Knee pain after long shifts",
+                "My physio says my knee is irritated",
+                0,
+            ),
+        );
+        assert!(copies_title("Knee pain after long shifts", &chat)
+            .is_some_and(|why| why.contains("chat's title")));
+        assert_eq!(copies_title("Knee is irritated", &chat), None);
     }
 
     #[test]
@@ -858,6 +913,42 @@ mod tests {
         assert_eq!(got.phrases.len(), 1, "{:?}", got.phrases);
         assert_eq!(got.phrases[0].text, "Right knee is irritated");
         assert_eq!(got.phrases[0].session, ids[0]);
+        // How the person likes answers is judged whatever the embedding says, and first.
+        history
+            .store_mut_for_profiles()
+            .remember(
+                "test",
+                &[],
+                &[],
+                &[NewMemory {
+                    key: statement_key("Wants short bullet points"),
+                    text: "Wants short bullet points".into(),
+                    kind: "presentation".into(),
+                    session: ids[1],
+                }],
+            )
+            .unwrap();
+        let you = You::load(history.store()).unwrap();
+        let got = relevant(
+            &judge,
+            history.store(),
+            None,
+            &you,
+            "Which running shoes?",
+            1,
+            0.25,
+        )
+        .unwrap();
+        assert_eq!(got.asked, 1);
+        let judged = judge.prompts();
+        assert!(
+            judged
+                .last()
+                .unwrap()
+                .ends_with("Wants short bullet points"),
+            "{:?}",
+            judged.last()
+        );
         // A statement the user deleted is not judged at all.
         let key = statement_key("Right knee is irritated");
         history
@@ -875,7 +966,7 @@ mod tests {
             0.25,
         )
         .unwrap();
-        assert_eq!(got.asked, 1);
+        assert_eq!(got.asked, 2, "the gift and the bullet points");
         assert!(got.phrases.is_empty());
     }
 }

@@ -232,7 +232,10 @@ export async function run(target: Target, paths: string[], btn: HTMLButtonElemen
     if (target === 'history') {
       const report = await busy(btn, () => importPaths(paths));
       replace(byId('import-report'), renderImportReport(report));
-      byId('import-progress-text').textContent = `Imported in ${report.seconds.toFixed(1)} s.`;
+      byId('import-progress-text').textContent =
+        report.added + report.updated > 0
+          ? `Imported in ${report.seconds.toFixed(1)} s. Rudder can now read the new sessions into its memory of you: You → Read my history into memory.`
+          : `Imported in ${report.seconds.toFixed(1)} s.`;
     } else if (target === 'docs') {
       const report = await busy(btn, () => docsAdd(paths));
       replace(byId('import-report'), renderDocsReport(report));

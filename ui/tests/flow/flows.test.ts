@@ -111,7 +111,9 @@ describe('flows', () => {
     expect(await text(page, '#import-report tr[data-status="skipped"]')).toContain('skipped: not a history file');
     expect(await text(page, '.import-totals')).toContain('Added 120 · updated 0 · duplicates 4');
     expect(await text(page, '.import-totals')).toContain('1 file failed');
-    expect(await text(page, '#import-progress-text')).toBe('Imported in 1.4 s.');
+    expect(await text(page, '#import-progress-text')).toBe(
+      'Imported in 1.4 s. Rudder can now read the new sessions into its memory of you: You → Read my history into memory.',
+    );
     expect((await calls(page, 'import_paths')).map((c) => c.args)).toEqual([{ paths: ['/home/user/Downloads/takeout.zip'] }]);
     await shot(page, '2-import');
 
