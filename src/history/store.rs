@@ -175,8 +175,7 @@ AFTER DELETE ON memory_sources BEGIN
 END;
 -- Sessions memory has been through, whether or not they said anything about the person: reading
 -- resumes where it stopped, and an import adds only its new sessions. `by_model` is 0 for a
--- session the cheap check skipped (a visited page, a lookup): profiles still read those per
--- question when retrieval finds them.
+-- session the cheap check passed over (a visited page, a lookup).
 CREATE TABLE memory_read (
     session_id INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
     by_model   INTEGER NOT NULL,

@@ -1,11 +1,11 @@
-//! The memory of the user: statements about the person, read from history once (after an
-//! import, in the background) instead of for every question.
+//! The memory of the user: statements about the person, read from history once (on request:
+//! `rudder history remember`, the You screen) rather than only when a question retrieves them.
 //!
 //! A per-question profile can only state what retrieval finds, and retrieval finds under a
 //! quarter of the sessions that say something about the person. Memory reads what the person
 //! wrote: sessions are taken in time order, a cheap check in code passes over visited pages,
-//! lookups (weather, a bare site name) and chats with no first-person word, leaving them to the
-//! per-question path, and the rest are read a *burst* at a time (up to [`BURST_ITEMS`]
+//! lookups (weather, a bare site name) and chats with no first-person word, and the rest are
+//! read a *burst* at a time (up to [`BURST_ITEMS`]
 //! consecutive sessions: usually one sitting on one subject) with one small call that notes at
 //! most three facts, each naming its item.
 //! Code then checks every note as a per-question phrase is checked
@@ -20,7 +20,9 @@
 //!
 //! For a question, [`relevant`] ranks the remembered statements by embedding similarity to it,
 //! judges the closest by probability ([`super::relevance`]) and turns those kept into profile
-//! phrases; sessions not yet read still go through the per-question path.
+//! phrases, beside those the per-question path extracts from the sessions retrieval finds:
+//! memory adds what retrieval does not reach, so a profile built before (or without) it works
+//! as it always did.
 
 use std::time::Instant;
 
@@ -80,7 +82,7 @@ impl Default for RememberOptions {
 pub struct Remembered {
     /// Sessions read by the model.
     pub read: usize,
-    /// Sessions the cheap check passed over (marked, and left to the per-question path).
+    /// Sessions the cheap check passed over (marked without a call).
     pub skipped: usize,
     /// Calls' worth of sessions (one call each, plus retries).
     pub bursts: usize,
@@ -133,8 +135,8 @@ const UTILITY_WORDS: &[&str] = &[
 /// Whether memory reads a session: what the person wrote themselves, that is a chat where they
 /// speak in the first person, or a search of three words or more that is not a utility lookup.
 /// Visited pages show only what someone read, and are most of a browser history; they, and
-/// everything else skipped here, are marked as passed over without a call and stay for the
-/// per-question path, which reads them when retrieval finds them for a question.
+/// everything else skipped here, are marked as passed over without a call (the per-question
+/// path still reads them when retrieval finds them for a question).
 pub fn worth_reading(s: &StoredSession) -> bool {
     let words = |text: &str| -> Vec<String> {
         text.split(|c: char| !(c.is_alphanumeric() || c == '\''))

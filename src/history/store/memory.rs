@@ -74,26 +74,6 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Which of `ids` the model has read into memory (not those the cheap check skipped).
-    pub fn read_into_memory(&self, ids: &[i64]) -> StoreResult<Vec<i64>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT EXISTS(SELECT 1 FROM memory_read WHERE session_id = ?1 AND by_model = 1)",
-            )
-            .map_err(|e| self.err(e))?;
-        let mut out = Vec::new();
-        for &id in ids {
-            let read: bool = stmt
-                .query_row([id], |r| r.get(0))
-                .map_err(|e| self.err(e))?;
-            if read {
-                out.push(id);
-            }
-        }
-        Ok(out)
-    }
-
     /// Stores what reading `read` found, in one transaction: the sessions are marked read
     /// (`skipped` ones as passed over by the cheap check) and each statement is added or, when
     /// its key is already there, gains the session. A session forgotten meanwhile is left out,
