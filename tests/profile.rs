@@ -123,9 +123,13 @@ fn profile_with_the_real_model_cites_only_sessions_it_was_shown_and_nothing_gene
     assert_eq!(again.profile, run.profile);
 }
 
-/// A model that says of every item its first words, as a phrase about the user.
+/// A model that says of every item its first words, as a phrase about the user, and judges
+/// every phrase relevant.
 fn echo_model() -> common::Canned {
     common::Canned::new(|prompt| {
+        if prompt.contains("Would a careful advisor") {
+            return r#"{"probabilities":[0.9,0.1]}"#.to_string();
+        }
         let item = prompt
             .lines()
             .rev()
