@@ -33,6 +33,7 @@ const COMMANDS: &[&str] = &[
     "you_restore",
     "you_personalise",
     "you_build",
+    "you_remember",
     "corpus_add",
 ];
 
