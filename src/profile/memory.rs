@@ -579,7 +579,7 @@ pub fn relevant(
     // best supported such statements are always judged.
     let (mut presentation, rest): (Vec<_>, Vec<_>) =
         rows.into_iter().partition(|r| r.kind == "presentation");
-    presentation.sort_by(|a, b| b.sessions.len().cmp(&a.sessions.len()));
+    presentation.sort_by_key(|m| std::cmp::Reverse(m.sessions.len()));
     let more = presentation.split_off(MAX_PRESENTATION.min(presentation.len()));
     rows = presentation;
     rows.extend(rest);
