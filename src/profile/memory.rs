@@ -772,6 +772,11 @@ mod tests {
         assert!(b.len() > 1);
     }
 
+    /// Reads everything not yet in memory, without an embedder.
+    fn read_the_rest(llm: &dyn Llm, history: &mut History) -> Remembered {
+        remember(llm, history, None, &RememberOptions::default(), &NoProgress).unwrap()
+    }
+
     #[test]
     fn notes_are_checked_merged_stored_and_resumed() {
         let (_dir, mut history, ids) = history_of(&[
@@ -821,14 +826,7 @@ mod tests {
         let retry = llm.prompts_with("Your note \"");
         assert!(retry[0].contains("does not say 25"), "{}", retry[0]);
         // Resumed: only the unread session is read, and its note strengthens the statement.
-        let second = remember(
-            &llm,
-            &mut history,
-            None,
-            &RememberOptions::default(),
-            &NoProgress,
-        )
-        .unwrap();
+        let second = read_the_rest(&llm, &mut history);
         assert_eq!((second.read, second.skipped, second.unread), (1, 0, 0));
         assert_eq!((second.added, second.strengthened), (0, 1));
         let memory = history.store().memory().unwrap();
@@ -838,14 +836,7 @@ mod tests {
         assert_eq!(cited, vec![ids[0], ids[3]]);
         // Nothing left: no call.
         let calls = llm.prompts().len();
-        let third = remember(
-            &llm,
-            &mut history,
-            None,
-            &RememberOptions::default(),
-            &NoProgress,
-        )
-        .unwrap();
+        let third = read_the_rest(&llm, &mut history);
         assert_eq!(third.read + third.skipped, 0);
         assert_eq!(llm.prompts().len(), calls);
 
@@ -885,14 +876,7 @@ mod tests {
                     .collect(),
             )
         });
-        remember(
-            &llm,
-            &mut history,
-            None,
-            &RememberOptions::default(),
-            &NoProgress,
-        )
-        .unwrap();
+        read_the_rest(&llm, &mut history);
         assert_eq!(history.store().memory().unwrap().len(), 2);
         // The judge: yes for the knee on the running question, no otherwise.
         let judge = ScriptedLlm::new(|prompt| {
