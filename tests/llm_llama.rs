@@ -381,3 +381,32 @@ fn probability_of_yes_reads_the_first_tokens_probabilities() {
         "P(yes): told yes {yes}, told no {no}"
     );
 }
+
+#[test]
+fn a_text_generation_stuck_in_a_loop_is_cut_off() {
+    // SmolLM2 continues a pattern like this one for as long as it may; the backend stops it
+    // once 48 tokens repeat one short pattern.
+    let pattern = "1.".repeat(120);
+    let request = Request {
+        messages: vec![
+            Message::system("Copy the user's text exactly, character by character."),
+            Message::user(format!("Text: {pattern}")),
+        ],
+        options: greedy(800),
+        format: OutputFormat::Text,
+    };
+    let completion = shared().complete_text(&request).unwrap();
+    let generated = completion.usage.generated_tokens;
+    eprintln!("{generated} tokens: {}", completion.text);
+    assert!(
+        completion.text.contains("1.1.1.1.1.1"),
+        "the model did not loop, so the test shows nothing: {:?}",
+        completion.text
+    );
+    assert!(
+        generated < 200,
+        "{generated} tokens generated: the loop was not cut off ({:?})",
+        completion.text
+    );
+    assert_eq!(completion.finish, FinishReason::Length);
+}

@@ -55,8 +55,9 @@ pub enum HistoryCommand {
     Embed,
     /// Read the sessions not yet in memory with the chat model and keep what they say about
     /// you (constraints, background, preferences, how you like answers), each statement with
-    /// the sessions it rests on. Resumes where it stopped; profiles use the memory at once and
-    /// read what is not in it per question.
+    /// the sessions it rests on. Resumes where it stopped. `rudder history memory` prints it;
+    /// what you keep with `rudder profile say` shapes every profile (`rudder profile
+    /// --memory-candidates N` lets the model pick from it per question).
     Remember {
         /// Stop after this many sessions (the rest stays for the next run).
         #[arg(long, value_name = "N")]
@@ -217,7 +218,7 @@ pub fn run_import(ctx: &Ctx, args: ImportArgs) -> anyhow::Result<ExitCode> {
             let unread = open_history(ctx)?.store().count_unread_for_memory()?;
             eprintln!(
                 "{unread} sessions are not yet read into memory: `rudder history remember` reads \
-                 them (until then each question reads what it retrieves)"
+                 them, `rudder history memory` shows what it keeps"
             );
         }
     }

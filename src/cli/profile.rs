@@ -60,8 +60,8 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "SCORE", allow_negative_numbers = true, default_value_t = rudder_relevance_default())]
     relevance_threshold: f32,
     /// Remembered statements (`rudder history remember`) judged for the question, the closest
-    /// first; 0 leaves the memory out and reads every retrieved session per question.
-    #[arg(long, value_name = "N", default_value_t = rudder::profile::memory::MEMORY_CANDIDATES)]
+    /// first (24 is a good start); 0, the default, leaves the memory out of the profile.
+    #[arg(long, value_name = "N", default_value_t = 0)]
     memory_candidates: usize,
     /// Print the general (whole-history) profile instead, updating it with new imports.
     #[arg(long, conflicts_with = "query")]

@@ -359,6 +359,8 @@ struct Call {
     prompt_eval: Option<Duration>,
     first_token_at: Option<Instant>,
     generated: u64,
+    /// The last generated tokens, for [`ends_in_a_loop`].
+    recent: Vec<LlamaToken>,
     text: String,
     pending_bytes: Vec<u8>,
 }
@@ -651,6 +653,7 @@ impl Scheduler<'_> {
             prompt_eval: None,
             first_token_at: None,
             generated: 0,
+            recent: Vec::new(),
             text: String::new(),
             pending_bytes: Vec::new(),
         });
@@ -792,7 +795,20 @@ impl Scheduler<'_> {
             let emitted = take_utf8(&mut call.pending_bytes);
             call.emit(&emitted);
             let budget_spent = call.generated >= u64::from(call.job.request.options.max_tokens);
-            if budget_spent || slot.cached.len() + 1 >= n_ctx_seq {
+            if call.recent.len() == LOOP_WINDOW + LOOP_MAX_PERIOD {
+                call.recent.remove(0);
+            }
+            call.recent.push(token);
+            // A small model can fall into a loop and spend the whole budget on it: free text is
+            // cut off there, as at `max_tokens`. Structured output is left to its grammar,
+            // whose string bounds end a loop, since cutting it would lose the elements after
+            // the loop that a caller's checks need (five to eight aspects, say).
+            let looping = matches!(call.job.request.format, OutputFormat::Text)
+                && ends_in_a_loop(&call.recent, LOOP_WINDOW, LOOP_MAX_PERIOD);
+            if looping {
+                tracing::debug!(generated = call.generated, "generation cut off: a loop");
+            }
+            if budget_spent || looping || slot.cached.len() + 1 >= n_ctx_seq {
                 let call = slot.call.take().expect("checked above");
                 call.finish(FinishReason::Length);
                 continue;
@@ -800,6 +816,23 @@ impl Scheduler<'_> {
             call.next = Some(token);
         }
     }
+}
+
+/// Generated tokens a loop must fill before a call is cut off.
+const LOOP_WINDOW: usize = 48;
+/// The longest repeating pattern (in tokens) taken for a loop.
+const LOOP_MAX_PERIOD: usize = 8;
+
+/// Whether the last `window` tokens repeat one pattern of at most `max_period` tokens: each
+/// equals the token `period` places before it. Text that means something does not (a table
+/// rule is a few tokens, not 48); a model stuck in a loop does.
+fn ends_in_a_loop<T: PartialEq>(tokens: &[T], window: usize, max_period: usize) -> bool {
+    (1..=max_period).any(|period| {
+        tokens.len() >= window + period && {
+            let n = tokens.len();
+            (n - window..n).all(|i| tokens[i] == tokens[i - period])
+        }
+    })
 }
 
 /// The softmax mass of `logits` on the tokens that begin each choice, written as the model
@@ -871,6 +904,27 @@ fn take_utf8(bytes: &mut Vec<u8>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_loop_is_a_short_pattern_filling_the_window() {
+        // "1." repeated (period 2), after some ordinary text.
+        let mut tokens: Vec<u32> = (100..130).collect();
+        tokens.extend([1, 2].repeat(25));
+        assert!(ends_in_a_loop(&tokens, 48, 8));
+        // One token short of the window and one period: not yet.
+        assert!(!ends_in_a_loop(&tokens[..tokens.len() - 1], 48, 8));
+        // A pattern longer than the longest period is not taken for a loop.
+        let long: Vec<u32> = (0..9).cycle().take(80).collect();
+        assert!(!ends_in_a_loop(&long, 48, 8));
+        assert!(ends_in_a_loop(&long, 48, 9));
+        // Text that varies, and a loop broken near its end.
+        let text: Vec<u32> = (0..200).map(|i| (i * 7919) % 613).collect();
+        assert!(!ends_in_a_loop(&text, 48, 8));
+        let mut broken = [7u32].repeat(60);
+        broken[55] = 8;
+        assert!(!ends_in_a_loop(&broken, 48, 8));
+        assert!(!ends_in_a_loop::<u32>(&[], 48, 8));
+    }
 
     #[test]
     fn utf8_is_emitted_only_when_complete() {

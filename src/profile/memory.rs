@@ -53,7 +53,8 @@ const MAX_TOKENS: u32 = 200;
 const MAX_NOTE_CHARS: usize = 90;
 /// Sessions loaded from the store at a time.
 const CHUNK: usize = 64;
-/// Remembered statements judged for a question: the closest to it by embedding.
+/// Remembered statements judged for a question when profiles are asked to use memory
+/// ([`super::ProfileOptions::memory_candidates`]): the closest to it by embedding.
 pub const MEMORY_CANDIDATES: usize = 24;
 /// Presentation statements (how the person likes answers) judged for every question.
 const MAX_PRESENTATION: usize = 4;

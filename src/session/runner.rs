@@ -344,6 +344,7 @@ pub fn profile_brief(
     models: RunModels,
     history: &mut History,
     brief: &mut Brief,
+    options: &ProfileOptions,
 ) -> Result<Option<crate::profile::ProfileRun>, RunError> {
     if !brief.profile.is_empty() {
         return Ok(None);
@@ -353,7 +354,7 @@ pub fn profile_brief(
         history,
         Some((models.embedder, models.embed_model)),
         &brief.query,
-        &ProfileOptions::default(),
+        options,
     )?;
     brief.profile = run.profile.to_prompt_text();
     Ok(Some(run))
@@ -404,7 +405,12 @@ impl SessionRun<'_> {
         if let Some(mut history) = history {
             if committed.is_empty() && config.brief.profile.is_empty() {
                 phase(RunPhase::BuildingProfile);
-                profile_brief(self.runtime.models(), &mut history, &mut config.brief)?;
+                profile_brief(
+                    self.runtime.models(),
+                    &mut history,
+                    &mut config.brief,
+                    &ProfileOptions::default(),
+                )?;
                 store.set_config(id, &serde_json::to_value(&config).unwrap_or_default())?;
             }
             history.release_writer()?;

@@ -151,10 +151,17 @@ pub enum EvalCommand {
         /// history, to measure false personalisation.
         #[arg(long, value_name = "N", default_value_t = QualityOptions::default().foreign_questions)]
         foreign_questions: usize,
-        /// Do not read the users' histories into memory after import: every profile reads the
-        /// sessions it retrieves per question (the path before memory, for a before/after).
+        /// Read each user's history into memory after import (`rudder history remember`) and
+        /// measure what it costs; with --memory-candidates, profiles judge what it holds.
         #[arg(long)]
-        no_memory: bool,
+        memory: bool,
+        /// Remembered statements each profile judges for its question (needs --memory; 0,
+        /// Rudder's default, leaves memory out of profiles).
+        #[arg(long, value_name = "N", default_value_t = 0, requires = "memory")]
+        memory_candidates: usize,
+        /// Read at most N sessions of each user's history into memory (default: all).
+        #[arg(long, value_name = "N", requires = "memory")]
+        memory_limit: Option<usize>,
         /// The evaluation material with researchy-dev/ (answer coverage is skipped without it).
         #[arg(long, value_name = "DIR", env = "RUDDER_EVAL_DIR")]
         eval_dir: Option<PathBuf>,
@@ -247,7 +254,9 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
             researchy_questions,
             grounded_questions,
             foreign_questions,
-            no_memory,
+            memory,
+            memory_candidates,
+            memory_limit,
             eval_dir,
             depth,
             breadth,
@@ -265,7 +274,9 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
                 researchy_questions,
                 grounded_questions,
                 foreign_questions,
-                memory: !no_memory,
+                memory,
+                memory_candidates,
+                memory_limit,
                 depth,
                 breadth,
             };

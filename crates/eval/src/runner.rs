@@ -217,8 +217,13 @@ pub fn run_case(ctx: &RunContext, case: &EvalCase, system: System) -> Result<Run
                 embedder: ctx.embedder,
                 embed_model: &ctx.embed_model,
             };
-            if let Some(run) = profile_brief(models, &mut history, &mut brief)
-                .map_err(|e| research_error(case, system, e))?
+            if let Some(run) = profile_brief(
+                models,
+                &mut history,
+                &mut brief,
+                &rudder::profile::ProfileOptions::default(),
+            )
+            .map_err(|e| research_error(case, system, e))?
             {
                 // A cached profile carries the cost of the run that made it.
                 profile_cost = StageCost::new(run.usage, run.seconds);

@@ -85,6 +85,11 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
         grounded_questions: 0,
         foreign_questions: 1,
         memory: true,
+        // The profiles judge what memory holds, as `--memory-candidates 24` asks.
+        memory_candidates: rudder::profile::memory::MEMORY_CANDIDATES,
+        // A part of each history: the stage runs and its sessions reach the profiles, at a
+        // fraction of reading 350 sessions a user with the model on one thread.
+        memory_limit: Some(24),
         depth: 0,
         breadth: 1,
     };
@@ -163,6 +168,13 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
         let c = &r.consistency;
         assert!(c.summary_in_body <= c.summary_sentences, "{c:?}");
         assert!(c.false_not_covered.len() <= c.not_covered, "{c:?}");
+    }
+
+    // Each user's history was read into memory up to the limit, before the profiles.
+    assert_eq!(records.memory.len(), 2, "{:?}", records.memory);
+    for m in &records.memory {
+        assert!(m.read > 0 && m.read + m.skipped <= 24, "{m:?}");
+        assert!(m.cost.calls > 0, "{m:?}");
     }
 
     // False personalisation: the first user asks the second user's first question with their

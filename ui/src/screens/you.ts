@@ -113,7 +113,7 @@ export function createYouScreen(): HTMLElement {
       'div',
       { class: 'card', id: 'you-memory-card' },
       h('h3', null, 'What Rudder remembers'),
-      h('p', { class: 'detail' }, 'Read once from your history: constraints, background, preferences and how you like answers, each with the sessions it rests on. Each question uses the ones that matter for it. Delete or correct any of them; forgetting a session removes what rests on it alone.'),
+      h('p', { class: 'detail' }, 'Read once from your history: constraints, background, preferences and how you like answers, each with the sessions it rests on. Keep the ones that are true and matter (they then shape every research, as if you had written them), correct or delete the rest; forgetting a session removes what rests on it alone.'),
       h('ul', { id: 'you-memory', class: 'statements' }),
       h('p', { id: 'you-memory-unread', class: 'detail' }),
       rememberButton,
@@ -225,7 +225,7 @@ function sessionsLine(s: StatementView): HTMLElement | null {
 }
 
 /** One statement with its badge, its sessions and what the user can do with it. */
-export function statementItem(s: StatementView, mode: 'said' | 'inferred' | 'hidden'): HTMLElement {
+export function statementItem(s: StatementView, mode: 'said' | 'inferred' | 'remembered' | 'kept' | 'hidden'): HTMLElement {
   const li = h('li', { class: 'you-statement', 'data-statement-id': s.id, 'data-said': s.said ? 'true' : 'false' });
   const badge = s.said
     ? h('span', { class: 'badge badge-said' }, 'you said')
@@ -256,6 +256,18 @@ export function statementItem(s: StatementView, mode: 'said' | 'inferred' | 'hid
       );
     }
   } else {
+    if (mode === 'remembered') {
+      // Memory feeds no profile by itself (the small model cannot yet tell which notes bear
+      // on a question); a statement the user keeps becomes theirs and shapes every profile.
+      actions.append(
+        button('Keep', (ev) => void act(() => youSay({ text: s.text }), ev.currentTarget as HTMLButtonElement), {
+          class: 'you-keep',
+          'aria-label': `Keep “${s.text}” for every question`,
+        }),
+      );
+    } else if (mode === 'kept') {
+      actions.append(h('span', { class: 'badge badge-said' }, 'kept'));
+    }
     actions.append(
       button('Correct', () => startCorrecting(li, s), { class: 'you-correct', 'aria-label': `Correct “${s.text}”` }),
       button('Delete', (ev) => void act(() => youUnsay(s.id), ev.currentTarget as HTMLButtonElement), {
@@ -366,15 +378,16 @@ export function renderYou(view: YouView): void {
       : h('p', { class: 'detail' }, 'Each research builds a profile for its question. None yet: ask a question above to see one.'),
   );
 
+  const saidTexts = new Set(view.said.map((s) => s.text.trim().toLowerCase()));
   replace(
     byId('you-memory'),
     view.memory.length
-      ? view.memory.map((s) => statementItem(s, 'inferred'))
+      ? view.memory.map((s) => statementItem(s, saidTexts.has(s.text.trim().toLowerCase()) ? 'kept' : 'remembered'))
       : h('li', { class: 'detail' }, view.has_history ? 'Nothing yet.' : 'Nothing yet: import your history first.'),
   );
   const unread = Number(view.memory_unread);
   byId('you-memory-unread').textContent =
-    unread > 0 ? `${plural(unread, 'session')} not read yet; until they are, each question reads the ones it finds.` : view.has_history ? 'All of your history is read.' : '';
+    unread > 0 ? `${plural(unread, 'session')} not read yet.` : view.has_history ? 'All of your history is read.' : '';
   byId<HTMLButtonElement>('you-remember').hidden = unread === 0;
 
   byId('you-standing-card').hidden = view.standing.length === 0;

@@ -550,6 +550,11 @@ describe('flows', () => {
     expect(await text(page, '#you-memory .you-text')).toBe('sits at a desk eight hours a day');
     expect(await text(page, '#you-memory-unread')).toBe('All of your history is read.');
     expect(await page.isHidden('#you-remember')).toBe(true);
+    // Keeping a remembered statement makes it the user's own, for every question.
+    await page.click('#you-memory .you-statement[data-statement-id="i0000ffff"] .you-keep');
+    await page.waitForSelector('#you-memory .you-statement[data-statement-id="i0000ffff"]:not(:has(.you-keep))');
+    expect((await calls(page, 'you_say')).at(-1)?.args).toEqual({ request: { text: 'sits at a desk eight hours a day' } });
+    expect(await text(page, '#you-said')).toContain('sits at a desk eight hours a day');
 
     // A source switched off stays listed, searchable only.
     await page.uncheck('#you-source-chatgpt');
@@ -558,7 +563,9 @@ describe('flows', () => {
     expect(await page.isChecked('#you-source-chatgpt')).toBe(false);
     // Deleting the user's own statement removes it.
     await page.click('#you-said .you-statement[data-statement-id="u2"] .you-delete');
-    await page.waitForFunction(() => document.querySelectorAll('#you-said .you-statement').length === 1);
+    await page.waitForFunction(() => !document.querySelector('#you-said .you-statement[data-statement-id="u2"]'));
+    // What remains: the statement written above and the one kept from memory.
+    expect(await page.locator('#you-said .you-statement').count()).toBe(2);
     await shot(page, '7-you');
     expect(errors).toEqual([]);
   });

@@ -81,6 +81,14 @@ describe('the You screen', () => {
     expect(item?.querySelector('.statement-sessions button')?.getAttribute('data-history-id')).toBe('7');
     expect(document.getElementById('you-memory-unread')?.textContent).toContain('40 sessions not read yet');
     expect(document.getElementById('you-remember')?.hidden).toBe(false);
+    expect(item?.querySelector('.you-keep')?.getAttribute('aria-label')).toBe('Keep “right knee is irritated” for every question');
+
+    // A statement the user kept says so instead of offering to keep it again.
+    const kept: StatementView = { ...said, id: 'u9', text: 'Right knee is irritated ' };
+    renderYou(view({ said: [said, kept], memory: [remembered] }));
+    const again = document.querySelector('#you-memory .you-statement');
+    expect(again?.querySelector('.you-keep')).toBeNull();
+    expect(again?.querySelector('.statement-actions')?.textContent).toContain('kept');
 
     renderYou(view({ memory: [], memory_unread: 0 }));
     expect(document.getElementById('you-memory')?.textContent).toBe('Nothing yet.');

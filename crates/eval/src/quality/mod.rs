@@ -115,9 +115,16 @@ pub struct QualityOptions {
     /// personalisation (the report states a need of theirs that belongs to another question).
     /// Taken from the users of the report sample, in order; 0 skips the measure.
     pub foreign_questions: usize,
-    /// Read each user's history into memory after importing it (Rudder's import path); without
-    /// it, every profile reads the sessions it retrieves per question (the path before memory).
+    /// Read each user's history into memory after importing it (`rudder history remember`),
+    /// and measure what that costs.
     pub memory: bool,
+    /// Remembered statements each profile judges for its question
+    /// ([`rudder::profile::ProfileOptions::memory_candidates`]; 0, Rudder's default, leaves
+    /// memory out of profiles).
+    pub memory_candidates: usize,
+    /// Read at most this many sessions of each user's history into memory (None: all of it;
+    /// the tests read a part, the measure reads everything).
+    pub memory_limit: Option<usize>,
     pub depth: u32,
     pub breadth: u32,
 }
@@ -133,7 +140,11 @@ impl Default for QualityOptions {
             researchy_questions: 1,
             grounded_questions: 3,
             foreign_questions: 4,
-            memory: true,
+            // Reading a whole planted history takes the 1.5B model 10 to 30 minutes a user,
+            // and profiles leave memory out by default: asked for with --memory.
+            memory: false,
+            memory_candidates: 0,
+            memory_limit: None,
             depth: 1,
             breadth: 1,
         }
@@ -492,7 +503,9 @@ pub fn run_quality(
         }
         let (mut history, ids) = match import_user(ctx, index, user).and_then(|(mut h, ids)| {
             if options.memory {
-                records.memory.push(remember(ctx, &mut h, user)?);
+                records
+                    .memory
+                    .push(remember(ctx, &mut h, user, options.memory_limit)?);
             }
             Ok((h, ids))
         }) {
@@ -512,7 +525,7 @@ pub fn run_quality(
         let mut profiles: HashMap<String, String> = HashMap::new();
         for question in &questions {
             ctx.progress.note(&format!("profile {}", question.id));
-            match profile_question(ctx, &needs, &mut history, &ids, user, question) {
+            match profile_question(ctx, &needs, &mut history, &ids, user, question, options) {
                 Ok((record, prompt_text)) => {
                     ctx.progress.note(&format!(
                         "profile {}: need recall {:.2}, citation precision {}",
@@ -700,13 +713,17 @@ fn remember(
     ctx: &QualityContext,
     history: &mut History,
     user: &PlantedUser,
+    limit: Option<usize>,
 ) -> Result<MemoryRecord, EvalError> {
     ctx.progress.note(&format!("memory {}", user.id));
     let done = rudder::profile::memory::remember(
         ctx.llm,
         history,
         Some(ctx.embedder),
-        &rudder::profile::memory::RememberOptions::default(),
+        &rudder::profile::memory::RememberOptions {
+            limit,
+            ..Default::default()
+        },
         ctx.progress,
     )
     .map_err(|e| run_error(&user.id, "memory", e))?;
@@ -762,6 +779,15 @@ fn share(part: usize, whole: usize) -> f64 {
     }
 }
 
+/// The profile options of every profile this evaluation builds: Rudder's defaults, with
+/// [`QualityOptions::memory_candidates`] remembered statements judged.
+fn profile_options(options: &QualityOptions) -> rudder::profile::ProfileOptions {
+    rudder::profile::ProfileOptions {
+        memory_candidates: options.memory_candidates,
+        ..Default::default()
+    }
+}
+
 /// Builds the query-aware profile Rudder's own path builds, and scores it.
 fn profile_question(
     ctx: &QualityContext,
@@ -770,6 +796,7 @@ fn profile_question(
     ids: &HashMap<String, i64>,
     user: &PlantedUser,
     question: &PlantedQuestion,
+    options: &QualityOptions,
 ) -> Result<(ProfileRecord, String), EvalError> {
     let models = RunModels {
         llm: ctx.llm,
@@ -780,7 +807,7 @@ fn profile_question(
         query: question.query.clone(),
         ..Brief::default()
     };
-    let run = profile_brief(models, history, &mut brief)
+    let run = profile_brief(models, history, &mut brief, &profile_options(options))
         .map_err(|e| run_error(&question.id, "profile", e))?
         .ok_or_else(|| run_error(&question.id, "profile", "no profile was built"))?;
     let statements: Vec<(&str, &rudder::profile::query_profile::Statement)> =
@@ -979,7 +1006,7 @@ fn foreign_run(
                 retrieval::import_scratch(&dir, &export, &user.id, ctx.progress)?;
             history.embed_pending(ctx.embedder, &ctx.embed_model, ctx.progress)?;
             if options.memory {
-                remember(ctx, &mut history, user)?;
+                remember(ctx, &mut history, user, options.memory_limit)?;
             }
             history
         }
@@ -1005,7 +1032,7 @@ fn foreign_run(
         query: question.query.clone(),
         ..Brief::default()
     };
-    profile_brief(models, &mut history, &mut brief)
+    profile_brief(models, &mut history, &mut brief, &profile_options(options))
         .map_err(|e| run_error(&question.id, "profile", e))?;
     history.release_writer()?;
     let history_dir = history.dir().to_path_buf();
