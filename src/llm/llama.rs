@@ -359,7 +359,7 @@ struct Call {
     prompt_eval: Option<Duration>,
     first_token_at: Option<Instant>,
     generated: u64,
-    /// The last generated tokens, for [`ends_in_a_loop`].
+    /// The last generated tokens of a free-text call, for [`ends_in_a_loop`].
     recent: Vec<LlamaToken>,
     text: String,
     pending_bytes: Vec<u8>,
@@ -795,16 +795,17 @@ impl Scheduler<'_> {
             let emitted = take_utf8(&mut call.pending_bytes);
             call.emit(&emitted);
             let budget_spent = call.generated >= u64::from(call.job.request.options.max_tokens);
-            if call.recent.len() == LOOP_WINDOW + LOOP_MAX_PERIOD {
-                call.recent.remove(0);
-            }
-            call.recent.push(token);
             // A small model can fall into a loop and spend the whole budget on it: free text is
             // cut off there, as at `max_tokens`. Structured output is left to its grammar,
             // whose string bounds end a loop, since cutting it would lose the elements after
             // the loop that a caller's checks need (five to eight aspects, say).
-            let looping = matches!(call.job.request.format, OutputFormat::Text)
-                && ends_in_a_loop(&call.recent, LOOP_WINDOW, LOOP_MAX_PERIOD);
+            let looping = matches!(call.job.request.format, OutputFormat::Text) && {
+                if call.recent.len() == LOOP_WINDOW + LOOP_MAX_PERIOD {
+                    call.recent.remove(0);
+                }
+                call.recent.push(token);
+                ends_in_a_loop(&call.recent, LOOP_WINDOW, LOOP_MAX_PERIOD)
+            };
             if looping {
                 tracing::debug!(generated = call.generated, "generation cut off: a loop");
             }
