@@ -43,7 +43,7 @@ step "tests (the fuzz targets run RUDDER_FUZZ_SECONDS each)"
 # threads each on two cores slow each other down many times over. cargo-nextest (on the
 # machine, or installed here) schedules across test binaries (.config/nextest.toml); the
 # crates have no doctests, so nothing is lost against `cargo test`.
-export RUDDER_THREADS="${RUDDER_THREADS:-1}" RUDDER_FUZZ_SECONDS="${RUDDER_FUZZ_SECONDS:-30}"
+export RUDDER_THREADS="${RUDDER_THREADS:-1}" RUDDER_FUZZ_SECONDS="${RUDDER_FUZZ_SECONDS:-20}"
 if ! cargo nextest --version >/dev/null 2>&1; then
     cargo install --locked cargo-nextest
 fi
