@@ -12,6 +12,17 @@ step() { printf '\n==> [%4ss] %s\n' "$(( $(date +%s) - t0 ))" "$*"; }
 # (a different selection re-unifies features and rebuilds llama.cpp).
 cargo_flags=(--workspace --features rudder-app/custom-protocol)
 
+# A fresh clone builds into a cache kept on the machine (as CI systems cache ~/.cargo and
+# target/): the crates from crates.io then compile once per machine instead of twice per clone
+# (clippy's check and the test build each take over 20 min cold on 2 cores). A checkout with its
+# own target/ keeps it; RUDDER_BUILD_CACHE=off, or a fresh machine, builds from cold.
+build_cache="${RUDDER_BUILD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rudder/target}"
+if [[ ! -e target && "$build_cache" != off ]]; then
+  mkdir -p "$build_cache"
+  ln -s "$build_cache" target
+  echo "build cache: target -> $build_cache"
+fi
+
 step "system packages"
 scripts/setup.sh
 

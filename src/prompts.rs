@@ -35,6 +35,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../prompts/profile_relevance.md"),
     ),
     (
+        "report_support",
+        include_str!("../prompts/report_support.md"),
+    ),
+    (
         "profile_general",
         include_str!("../prompts/profile_general.md"),
     ),

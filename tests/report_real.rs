@@ -129,6 +129,8 @@ fn a_small_model_writes_a_report_with_no_debris_and_no_repeats() {
         learnings: &learnings,
         evidence: &evidence,
         current_date: "2025-05-01",
+        // The judge as a run uses it: one forward pass per sentence the embedding accepts.
+        support_judge: Some(rudder::checks::SUPPORT_JUDGE_THRESHOLD),
     };
     let (report, completions) = report::write(&llm, &embedder, &input, &mut |_, _| {}).unwrap();
     eprintln!("{}", report.markdown);

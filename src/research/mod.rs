@@ -85,6 +85,10 @@ pub struct ResearchSettings {
     pub reflect: bool,
     /// Most clarifying questions before research (0 turns clarification off).
     pub clarify_turns: u32,
+    /// The lowest P(yes) the chat model must give that a report sentence's cited passage
+    /// states it, which way round ([`crate::checks::judge`]); 0 leaves the embedding match
+    /// alone. The default is calibrated for the default chat model.
+    pub support_judge: f32,
 }
 
 impl Default for ResearchSettings {
@@ -98,6 +102,7 @@ impl Default for ResearchSettings {
             evidence_per_node: 5,
             reflect: true,
             clarify_turns: 3,
+            support_judge: crate::checks::SUPPORT_JUDGE_THRESHOLD,
         }
     }
 }

@@ -10,6 +10,9 @@
 //!   embedding [`matchers`], profile need recall, report need uptake and hygiene.
 //! * [`relevance`] — the profile's relevance judge (the model's P(yes)), calibrated on
 //!   labelled (question, statement) pairs.
+//! * [`support_judge`] — the report's support judge (the model's P(yes) that a passage states a
+//!   sentence, which way round), calibrated beside the embedding matcher on support pairs and
+//!   turned pairs.
 
 pub mod cases;
 pub mod judge;
@@ -21,6 +24,7 @@ pub mod relevance;
 pub mod retrieval;
 pub mod runner;
 pub mod summary;
+pub mod support_judge;
 pub mod user;
 
 use std::path::PathBuf;
@@ -118,4 +122,21 @@ impl EvalError {
             source,
         }
     }
+}
+
+/// Writes an evaluation's `table.md` (Markdown) and `records.json` (`records`, pretty) under
+/// `out`, creating it.
+pub(crate) fn write_table_and_records<T: serde::Serialize>(
+    out: &std::path::Path,
+    table: &str,
+    records: &T,
+) -> Result<(), EvalError> {
+    std::fs::create_dir_all(out).map_err(|e| EvalError::io(out, e))?;
+    let path = out.join("table.md");
+    std::fs::write(&path, table).map_err(|e| EvalError::io(&path, e))?;
+    let path = out.join("records.json");
+    let json =
+        serde_json::to_string_pretty(records).map_err(|e| EvalError::Config(e.to_string()))?;
+    std::fs::write(&path, json).map_err(|e| EvalError::io(&path, e))?;
+    Ok(())
 }

@@ -113,6 +113,15 @@ pub enum EvalCommand {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
+    /// Calibrate the report's support judge: the chat model's P(yes) that a passage states a
+    /// sentence, which way round, beside the embedding matcher, on the shipped support pairs
+    /// and crates/eval/data/turned_pairs.jsonl (reversed causes, swapped order, wrong
+    /// numbers). Writes DIR/table.md and DIR/records.json.
+    Support {
+        /// Where table.md and records.json go.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
     /// What the user gets, measured without a large judge: retrieval of planted needs,
     /// profile need recall and citation precision, report need uptake for no-history, history
     /// and oracle systems, report hygiene, answer coverage and cost per stage. Writes
@@ -243,6 +252,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
         }
         EvalCommand::Table { runs, out } => merge_runs(&runs, &out),
         EvalCommand::Relevance { out, set, seed } => relevance(ctx, &out, set, seed),
+        EvalCommand::Support { out } => support_judge(ctx, &out),
         EvalCommand::Quality {
             out,
             set,
@@ -768,6 +778,19 @@ fn relevance(
     let progress = CountProgress::default();
     let report = calibrate_relevance(llm.as_ref(), &pairs, &progress)?;
     rudder_eval::relevance::write(out, &report)?;
+    println!("{}", markdown(&report));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn support_judge(ctx: &Ctx, out: &std::path::Path) -> anyhow::Result<ExitCode> {
+    use rudder_eval::support_judge::{calibrate_support_judge, markdown, write};
+    let store = ModelStore::open(&ctx.paths)?;
+    let embedder = open_embedder(ctx, &store)?;
+    let llm = rudder::llm::open_chat(&store, &ctx.settings, ctx.model.as_deref())?;
+    let progress = CountProgress::default();
+    let pairs = rudder_eval::support_judge::all_pairs();
+    let report = calibrate_support_judge(llm.as_ref(), &embedder, &pairs, &progress)?;
+    write(out, &report)?;
     println!("{}", markdown(&report));
     Ok(ExitCode::SUCCESS)
 }

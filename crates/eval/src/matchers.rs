@@ -49,7 +49,7 @@ pub fn read_need_pairs(path: &Path) -> Result<Vec<NeedPair>, EvalError> {
     parse_jsonl(&text, path)
 }
 
-fn parse_jsonl<T: serde::de::DeserializeOwned>(
+pub(crate) fn parse_jsonl<T: serde::de::DeserializeOwned>(
     text: &str,
     path: &Path,
 ) -> Result<Vec<T>, EvalError> {
@@ -196,6 +196,35 @@ pub fn best_threshold(pairs: &[&ScoredPair]) -> f32 {
         Some(&next_lower) => (scores[best.0] + next_lower) / 2.0,
         None => lowest,
     }
+}
+
+/// The chance that a positive scores above a negative (ties count half), from (score, label)
+/// pairs; 0.5 when either kind is missing.
+pub fn area_under_roc(scored: impl IntoIterator<Item = (f32, bool)>) -> f32 {
+    let (mut positives, mut negatives) = (Vec::new(), Vec::new());
+    for (score, label) in scored {
+        if label {
+            positives.push(score);
+        } else {
+            negatives.push(score);
+        }
+    }
+    if positives.is_empty() || negatives.is_empty() {
+        return 0.5;
+    }
+    let mut wins = 0.0;
+    for p in &positives {
+        for n in &negatives {
+            wins += if p > n {
+                1.0
+            } else if p == n {
+                0.5
+            } else {
+                0.0
+            };
+        }
+    }
+    wins / (positives.len() * negatives.len()) as f32
 }
 
 /// Precision, recall and F1 of `score >= threshold` against the labels.

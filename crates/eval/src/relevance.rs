@@ -177,32 +177,7 @@ pub fn calibrate_relevance(
 
 /// The chance that a relevant pair scores above an irrelevant one (ties count half).
 pub fn area_under_roc(scored: &[ScoredRelevance], key: impl Fn(&ScoredRelevance) -> f32) -> f32 {
-    let positives: Vec<f32> = scored
-        .iter()
-        .filter(|s| s.pair.relevant)
-        .map(&key)
-        .collect();
-    let negatives: Vec<f32> = scored
-        .iter()
-        .filter(|s| !s.pair.relevant)
-        .map(&key)
-        .collect();
-    if positives.is_empty() || negatives.is_empty() {
-        return 0.5;
-    }
-    let mut wins = 0.0;
-    for p in &positives {
-        for n in &negatives {
-            wins += if p > n {
-                1.0
-            } else if p == n {
-                0.5
-            } else {
-                0.0
-            };
-        }
-    }
-    wins / (positives.len() * negatives.len()) as f32
+    crate::matchers::area_under_roc(scored.iter().map(|s| (key(s), s.pair.relevant)))
 }
 
 /// The report as Markdown: the calibration, then the worst mistakes at the threshold.
@@ -266,12 +241,5 @@ pub fn markdown(r: &RelevanceReport) -> String {
 
 /// Writes `table.md` and `records.json` under `out`.
 pub fn write(out: &Path, report: &RelevanceReport) -> Result<(), EvalError> {
-    std::fs::create_dir_all(out).map_err(|e| EvalError::io(out, e))?;
-    let table = out.join("table.md");
-    std::fs::write(&table, markdown(report)).map_err(|e| EvalError::io(&table, e))?;
-    let records = out.join("records.json");
-    let json =
-        serde_json::to_string_pretty(report).map_err(|e| EvalError::Config(e.to_string()))?;
-    std::fs::write(&records, json).map_err(|e| EvalError::io(&records, e))?;
-    Ok(())
+    crate::write_table_and_records(out, &markdown(report), report)
 }

@@ -114,6 +114,9 @@ pub struct ReportInput<'a> {
     pub learnings: &'a [Learning],
     pub evidence: &'a BTreeMap<String, Evidence>,
     pub current_date: &'a str,
+    /// The lowest P(yes) the chat model must give that a sentence's passage states it
+    /// ([`crate::checks::judge`]); None: the embedding match alone.
+    pub support_judge: Option<f32>,
 }
 
 /// The heading of the section that answers the reader's needs.
@@ -176,7 +179,12 @@ pub fn write(
     on_section: &mut dyn FnMut(usize, &str),
 ) -> Result<(Report, Vec<Completion>), ResearchError> {
     let plan = plan::plan(input, embedder)?;
-    let mut writer = Writer::new(llm, embedder, dominant_script(input.query));
+    let mut writer = Writer::new(
+        llm,
+        embedder,
+        dominant_script(input.query),
+        input.support_judge,
+    );
     let mut citations = Citations::default();
     // A learning with those merged into it (they say the same thing): its passages are all
     // theirs, and it cites them all.

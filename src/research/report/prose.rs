@@ -5,11 +5,14 @@
 //! a one-field JSON object under a grammar. Each sentence is then checked: no debris (JSON,
 //! markup, scaffolding, a cut-off end) and the form of a statement; no near-duplicate of a
 //! sentence already in the report; supported by at least one passage its paragraph cites
-//! ([`SupportMatcher`] at [`SUPPORT_THRESHOLD`]). A call whose output fails is asked once more
+//! ([`SupportMatcher`] at [`SUPPORT_THRESHOLD`]) and, when the judge is on, stated by it the
+//! same way round as the chat model reads it ([`crate::checks::judge`]: reversed causes, swapped
+//! order and wrong numbers reuse the passage's words). A call whose output fails is asked once more
 //! with the reasons; what still fails is dropped, and facts the kept sentences leave out are
 //! added in their own words, so the paragraph never loses a fact or gains an unsupported one.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::json;
 
@@ -18,7 +21,7 @@ use crate::checks::text::{
     content_words, finding_form, foreign_script, heading_debris, jaccard, sentence_debris,
     split_sentences, Script, NEAR_DUPLICATE_JACCARD,
 };
-use crate::checks::{SupportMatcher, SUPPORT_THRESHOLD};
+use crate::checks::{judge, SupportMatcher, SUPPORT_THRESHOLD};
 use crate::embed::Embedder;
 use crate::llm::{complete_schema, Completion, GenerationOptions, Llm, Message};
 use crate::research::tree::one_line;
@@ -75,6 +78,12 @@ pub(super) struct HeadingDraft {
 pub(super) struct Writer<'a> {
     llm: &'a dyn Llm,
     support: SupportMatcher<'a>,
+    /// The lowest P(yes) that a passage states a sentence ([`crate::checks::judge`]); None:
+    /// the embedding check alone.
+    judge: Option<f32>,
+    /// Set when the model cannot answer the judge (no probabilities): the embedding check
+    /// alone decides from then on.
+    judge_unavailable: AtomicBool,
     /// The report's writing system (the question's): a word in another one is debris
     /// unless a cited passage has it.
     script: Script,
@@ -167,11 +176,18 @@ pub(super) fn numbered(facts: &[Fact]) -> String {
 }
 
 impl<'a> Writer<'a> {
-    pub fn new(llm: &'a dyn Llm, embedder: &'a dyn Embedder, script: Script) -> Self {
+    pub fn new(
+        llm: &'a dyn Llm,
+        embedder: &'a dyn Embedder,
+        script: Script,
+        judge: Option<f32>,
+    ) -> Self {
         Writer {
             llm,
             script,
             support: SupportMatcher::new(embedder, SUPPORT_THRESHOLD),
+            judge,
+            judge_unavailable: AtomicBool::new(false),
             said: Vec::new(),
             headings: Vec::new(),
             completions: Vec::new(),
@@ -206,12 +222,14 @@ impl<'a> Writer<'a> {
         Ok((text, reply.completion))
     }
 
-    /// Why a sentence cannot go into the report, if it cannot.
+    /// Why a sentence cannot go into the report, if it cannot. The judge's calls are added to
+    /// `completions`.
     fn sentence_problem(
         &self,
         sentence: &str,
         passages: &[&str],
         kept: &[String],
+        completions: &mut Vec<Completion>,
     ) -> Result<Option<String>, ResearchError> {
         if let Some(why) = sentence_debris(sentence)
             .or_else(|| finding_form(sentence))
@@ -222,14 +240,61 @@ impl<'a> Writer<'a> {
         if self.repeats(sentence, kept) {
             return Ok(Some("it repeats a sentence already in the report".into()));
         }
+        let mut matched = false;
         for passage in passages {
-            if self.support.supports(sentence, passage)? {
+            if !self.support.supports(sentence, passage)? {
+                continue;
+            }
+            matched = true;
+            if self.judge_states(passage, sentence, completions)? {
                 return Ok(None);
             }
         }
-        Ok(Some(
-            "it says something the facts do not say; keep to the facts".into(),
-        ))
+        Ok(Some(if matched {
+            "it turns around what the passage says (a cause, an order of events, a number or a \
+             yes or no); say it the way the passage does"
+                .into()
+        } else {
+            "it says something the facts do not say; keep to the facts".into()
+        }))
+    }
+
+    /// Whether the judge finds that `passage` states `sentence` (true when the judge is off or
+    /// the model cannot answer it).
+    fn judge_states(
+        &self,
+        passage: &str,
+        sentence: &str,
+        completions: &mut Vec<Completion>,
+    ) -> Result<bool, ResearchError> {
+        let Some(threshold) = self.judge else {
+            return Ok(true);
+        };
+        if self.judge_unavailable.load(Ordering::Relaxed) {
+            return Ok(true);
+        }
+        match judge::passage_states(self.llm, passage, sentence) {
+            Ok((p, completion)) => {
+                completions.push(completion);
+                if p < threshold {
+                    tracing::debug!(
+                        p,
+                        "report: the judge finds the passage does not state: {sentence}"
+                    );
+                }
+                Ok(p >= threshold)
+            }
+            Err(e) if judge::cannot_judge(&e) => {
+                if !self.judge_unavailable.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        "report: the model gives no yes/no probabilities ({e}); sentences are \
+                         checked by the embedding match alone"
+                    );
+                }
+                Ok(true)
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Whether `sentence` near-duplicates one already in the report or in `kept`.
@@ -269,7 +334,7 @@ impl<'a> Writer<'a> {
             let mut kept: Vec<String> = Vec::new();
             let mut failed: Vec<String> = Vec::new();
             for sentence in split_sentences(&text) {
-                match self.sentence_problem(&sentence, &passages, &kept)? {
+                match self.sentence_problem(&sentence, &passages, &kept, &mut completions)? {
                     None => kept.push(sentence),
                     Some(why) => {
                         tracing::debug!("report: sentence refused ({why}): {sentence}");

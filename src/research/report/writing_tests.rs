@@ -14,6 +14,7 @@ const PARAGRAPH: &str = "You write one paragraph of a research report";
 const SUMMARY: &str = "You write the opening of a research report";
 const NEED: &str = "You tell one reader what research facts mean";
 const RETRY: &str = "Your last answer had these problems";
+const JUDGE: &str = "You check a report against its source";
 
 /// The facts a prompt lists, without their numbers.
 fn facts_of(prompt: &str) -> Vec<String> {
@@ -112,6 +113,15 @@ const BLACK: &[&str] = &[
 ];
 
 fn write_with(llm: &dyn Llm, f: &Fixture, needs: &[String]) -> (Report, Vec<Completion>) {
+    write_judged(llm, f, needs, None)
+}
+
+fn write_judged(
+    llm: &dyn Llm,
+    f: &Fixture,
+    needs: &[String],
+    support_judge: Option<f32>,
+) -> (Report, Vec<Completion>) {
     let persona = Persona::default();
     let input = ReportInput {
         query: "How should I brew tea?",
@@ -122,6 +132,7 @@ fn write_with(llm: &dyn Llm, f: &Fixture, needs: &[String]) -> (Report, Vec<Comp
         learnings: &f.learnings,
         evidence: &f.evidence,
         current_date: "2025-05-01",
+        support_judge,
     };
     write(llm, &Words, &input, &mut |_, _| {}).unwrap()
 }
@@ -268,6 +279,59 @@ fn a_refused_paragraph_is_asked_again_with_the_reasons() {
             .filter(|p| !p.contains(RETRY))
             .count()
     );
+}
+
+#[test]
+fn a_sentence_that_turns_its_passage_around_is_refused_by_the_judge() {
+    let f = fixture(&[("How is green tea brewed?", GREEN)]);
+    // The words of the sencha fact, its order of events turned around: the bag-of-words
+    // embedder cannot tell them apart, the judge can.
+    const TURNED: &str = "Japanese sencha is picked soon after steaming to keep it green.";
+    let llm = Script::new(|prompt| {
+        if prompt.contains(JUDGE) {
+            let p = if prompt.ends_with(TURNED) { 0.1 } else { 0.9 };
+            format!(r#"{{"probabilities":[{p},{}]}}"#, 1.0 - p)
+        } else if prompt.contains(PARAGRAPH) && !prompt.contains(RETRY) {
+            let facts: Vec<String> = facts_of(prompt)
+                .into_iter()
+                .map(|f| if f == GREEN[1] { TURNED.to_string() } else { f })
+                .collect();
+            json_text("text", &facts.join(" "))
+        } else {
+            faithful(prompt)
+        }
+    });
+    let (report, completions) = write_judged(&llm, &f, &[], Some(0.5));
+    assert_clean(&report);
+    assert!(!report.markdown.contains(TURNED), "{}", report.markdown);
+    assert!(report.markdown.contains(GREEN[1]), "{}", report.markdown);
+    let retries = llm.prompts_with(RETRY);
+    assert!(
+        retries
+            .iter()
+            .any(|r| r.contains(TURNED) && r.contains("turns around what the passage says")),
+        "{retries:#?}"
+    );
+    // Every judged sentence is one call, accounted with the others.
+    let judged = llm.prompts_with(JUDGE).len();
+    assert!(judged >= GREEN.len(), "{judged}");
+    assert_eq!(completions.len(), llm.prompts().len());
+
+    // Off, the same model's turned sentence passes on the embedding match alone.
+    let (report, _) = write_judged(&llm, &f, &[], None);
+    assert!(report.markdown.contains(TURNED), "{}", report.markdown);
+}
+
+#[test]
+fn a_model_without_probabilities_leaves_the_embedding_check_alone() {
+    let f = fixture(&[("How is green tea brewed?", GREEN)]);
+    // The judge's prompt is answered like any other: with text, not probabilities.
+    let llm = Script::new(faithful);
+    let (judged, _) = write_judged(&llm, &f, &[], Some(0.5));
+    let (plain, _) = write_with(&llm, &f, &[]);
+    assert_eq!(judged.markdown, plain.markdown);
+    // Asked once, then not again.
+    assert_eq!(llm.prompts_with(JUDGE).len(), 1);
 }
 
 #[test]

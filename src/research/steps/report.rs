@@ -31,6 +31,7 @@ impl Run<'_, '_> {
             learnings: &self.s.learnings,
             evidence: &self.s.evidence,
             current_date: &self.s.date,
+            support_judge: Some(self.r.settings.support_judge).filter(|&t| t > 0.0),
         };
         let mut sections = Vec::new();
         let (report, completions) =

@@ -1,0 +1,106 @@
+//! Whether a cited passage states a sentence, judged by the chat model's probability of "yes".
+//!
+//! The embedding matcher ([`super::SupportMatcher`]) sees which words and meanings a sentence
+//! shares with its passage, not which way they point: "the flood forced the mills to move" and
+//! "the mills moving caused the flood" score alike, and so do a swapped date or a reversed
+//! comparison that reuse the passage's words. The model reads the relation: one forward pass per
+//! (passage, sentence) pair ([`crate::llm::probability_of_yes`]), no generation, with the
+//! instructions and the passage as a prefix every sentence citing that passage shares
+//! (`prompts/report_support.md` puts the sentence last, so llama.cpp reads only it again).
+//!
+//! The report keeps a sentence only when both checks pass: the embedding match and a P(yes) at
+//! or above the judge's threshold ([`SUPPORT_JUDGE_THRESHOLD`] for the default model,
+//! calibrated by `rudder eval support` on labelled pairs that include reversed relations,
+//! swapped causes and wrong numbers).
+
+use crate::llm::{map_concurrent, probability_of_yes, Completion, Llm, LlmError, Message, Usage};
+
+/// The lowest P(yes) a report sentence's passage must get. Calibrated with
+/// qwen2.5-coder-1.5b-instruct by `rudder eval support` (see the README); other models shift
+/// the scale, so it is a research setting (`ResearchSettings::support_judge`).
+pub const SUPPORT_JUDGE_THRESHOLD: f32 = 0.5;
+
+/// The prompt for one pair: the passage first (shared), the sentence last.
+pub fn support_messages(passage: &str, sentence: &str) -> crate::Result<Vec<Message>> {
+    let prompt =
+        crate::prompts::render("report_support", minijinja::context! { passage, sentence })?;
+    Ok(vec![Message::user(prompt)])
+}
+
+/// The model's P(yes) that `passage` states `sentence`, with the call's completion (for
+/// accounting).
+pub fn passage_states(
+    llm: &dyn Llm,
+    passage: &str,
+    sentence: &str,
+) -> crate::Result<(f32, Completion)> {
+    Ok(probability_of_yes(
+        llm,
+        support_messages(passage, sentence)?,
+    )?)
+}
+
+/// P(yes) for each (passage, sentence) pair, in order, with what the calls cost. The calls are
+/// independent and made as many at once as the model serves.
+pub fn judge_pairs(llm: &dyn Llm, pairs: &[(&str, &str)]) -> crate::Result<(Vec<f32>, Usage)> {
+    let answers = map_concurrent(llm.parallelism(), pairs, |_, (passage, sentence)| {
+        passage_states(llm, passage, sentence)
+    });
+    let mut usage = Usage::default();
+    let mut out = Vec::with_capacity(pairs.len());
+    for answer in answers {
+        let (p, completion) = answer?;
+        usage += completion.usage;
+        out.push(p);
+    }
+    Ok((out, usage))
+}
+
+/// Whether an error means the model cannot answer a yes/no question by probability (a stand-in
+/// model of a test, a server without log-probabilities that wrote something else): the report
+/// then falls back to the embedding check alone, and says so in the log.
+pub fn cannot_judge(error: &crate::Error) -> bool {
+    matches!(error, crate::Error::Llm(LlmError::InvalidOutput { .. }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::ScriptedLlm;
+
+    #[test]
+    fn each_pair_is_one_call_with_the_passage_before_the_sentence() {
+        let llm = ScriptedLlm::new(|prompt| {
+            if prompt.ends_with("The mills moved, which caused the flood.") {
+                r#"{"probabilities":[0.1,0.6]}"#.to_string()
+            } else {
+                r#"{"probabilities":[0.6,0.2]}"#.to_string()
+            }
+        });
+        let passage = "The flood of 1887 forced the mills to move.";
+        let (ps, usage) = judge_pairs(
+            &llm,
+            &[
+                (passage, "The 1887 flood made the mills move."),
+                (passage, "The mills moved, which caused the flood."),
+            ],
+        )
+        .unwrap();
+        assert_eq!(usage.calls, 2);
+        assert!((ps[0] - 0.75).abs() < 1e-6, "{ps:?}");
+        assert!((ps[1] - 1.0 / 7.0).abs() < 1e-6, "{ps:?}");
+        for prompt in llm.prompts() {
+            let at_passage = prompt.find(passage).expect("the passage is in the prompt");
+            let at_sentence = prompt.rfind("Sentence:").unwrap();
+            assert!(at_passage < at_sentence, "{prompt}");
+        }
+    }
+
+    #[test]
+    fn a_model_that_answers_no_probabilities_cannot_judge() {
+        let llm = ScriptedLlm::new(|_| "yes".to_string());
+        let err = passage_states(&llm, "A passage.", "A sentence.").unwrap_err();
+        assert!(cannot_judge(&err), "{err}");
+        assert!(!cannot_judge(&crate::Error::Llm(LlmError::Cancelled)));
+    }
+}
