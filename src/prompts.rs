@@ -137,12 +137,14 @@ mod tests {
         };
         for (name, _) in super::TEMPLATES {
             // The clarify_ templates are covered by `clarify::tests`; the node's retry is a
-            // follow-up message in the node prompt's conversation (`node::tests`).
+            // follow-up message in the node prompt's conversation (`node::tests`); the support
+            // judge is answered yes or no, not in JSON (`checks::judge::tests`).
             if name.starts_with("profile_")
                 || name.starts_with("memory_")
                 || name.starts_with("ask_")
                 || name.starts_with("clarify_")
                 || *name == "research_node_retry"
+                || *name == "report_support"
             {
                 continue;
             }

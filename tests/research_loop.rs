@@ -229,6 +229,9 @@ fn every_decision_is_logged_with_its_numbers() {
     assert!(llm.count("paragraph") >= sections);
     // The opening answer: one call (two when refused).
     assert!((1..=2).contains(&llm.count("summary")));
+    // The support judge (a model no calibration covers judges at 0.5) read the sentences the
+    // embedding accepted, and its calls are accounted with the others.
+    assert!(llm.count("support") > 0);
     assert_eq!(
         outcome.usage.calls as usize,
         llm.calls.lock().unwrap().len()

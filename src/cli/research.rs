@@ -40,6 +40,12 @@ pub struct ResearchArgs {
     /// Ask at every branch instead of only when the pause rule says it pays off.
     #[arg(long, conflicts_with = "never_ask")]
     always_ask: bool,
+    /// The lowest probability the chat model must give that a cited passage states a report
+    /// sentence, 0 to 1; 0 checks by the embedding match alone [default: calibrated per model
+    /// by `rudder eval support`: 0.615 for qwen2.5-coder-1.5b, off for smollm2-135m, 0.5 for
+    /// others].
+    #[arg(long, value_name = "P")]
+    support_judge: Option<f32>,
     /// λ_exp, the weight of the exploration bonus [default: from settings, 0.5].
     #[arg(long)]
     lambda_explore: Option<f32>,
@@ -104,6 +110,7 @@ impl ResearchArgs {
                     self.clarify
                 },
                 always_ask: self.always_ask.then_some(true),
+                support_judge: self.support_judge,
             },
         }
     }

@@ -87,8 +87,9 @@ pub struct ResearchSettings {
     pub clarify_turns: u32,
     /// The lowest P(yes) the chat model must give that a report sentence's cited passage
     /// states it, which way round ([`crate::checks::judge`]); 0 leaves the embedding match
-    /// alone. The default is calibrated for the default chat model.
-    pub support_judge: f32,
+    /// alone; None: the threshold calibrated for the model in use
+    /// ([`crate::checks::judge::threshold_for`]).
+    pub support_judge: Option<f32>,
 }
 
 impl Default for ResearchSettings {
@@ -102,7 +103,7 @@ impl Default for ResearchSettings {
             evidence_per_node: 5,
             reflect: true,
             clarify_turns: 3,
-            support_judge: crate::checks::SUPPORT_JUDGE_THRESHOLD,
+            support_judge: None,
         }
     }
 }

@@ -97,6 +97,9 @@ pub struct RunOverrides {
     pub lambda_info: Option<f32>,
     pub clarify_turns: Option<u32>,
     pub always_ask: Option<bool>,
+    /// The report's support judge threshold (`ResearchSettings::support_judge`; 0 turns the
+    /// judge off). Not a saved default: it is calibrated per model.
+    pub support_judge: Option<f32>,
 }
 
 impl RunOverrides {
@@ -117,11 +120,18 @@ impl RunOverrides {
     /// The loop's settings for a run: saved defaults, these overrides, validated.
     pub fn resolve(&self, saved: &ResearchDefaults) -> Result<ResearchSettings, RunError> {
         let chosen = self.apply(saved);
-        let problems = validate_research(&chosen);
+        let mut problems = validate_research(&chosen);
+        if let Some(p) = self.support_judge.filter(|p| !(0.0..=1.0).contains(p)) {
+            problems.push(format!(
+                "the support judge threshold must be 0 to 1, not {p}"
+            ));
+        }
         if !problems.is_empty() {
             return Err(RunError::Invalid(problems.join("; ")));
         }
-        Ok(chosen.to_settings())
+        let mut settings = chosen.to_settings();
+        settings.support_judge = self.support_judge;
+        Ok(settings)
     }
 }
 
@@ -557,14 +567,25 @@ mod tests {
         let s = o.resolve(&saved).unwrap();
         assert_eq!((s.depth, s.breadth), (1, 2));
         assert_eq!(s.pause.base_cost, 0.4);
+        assert_eq!(s.support_judge, None, "the model's own threshold");
+        let off = RunOverrides {
+            support_judge: Some(0.0),
+            ..RunOverrides::default()
+        };
+        assert_eq!(off.resolve(&saved).unwrap().support_judge, Some(0.0));
         let bad = RunOverrides {
             depth: Some(9),
             c0: Some(1.5),
+            support_judge: Some(1.5),
             ..RunOverrides::default()
         };
         let err = bad.resolve(&saved).unwrap_err().to_string();
         assert!(err.contains("depth must be 0 to 6, not 9"), "{err}");
         assert!(err.contains("C0 must be between 0 and 1"), "{err}");
+        assert!(
+            err.contains("support judge threshold must be 0 to 1"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -314,6 +314,9 @@ impl Llm for ScriptedLlm {
             ("heading", json!({"heading": format!("Notes on topic {n}")}))
         } else if prompt.contains("You write the title of a research report") {
             ("title", json!({"title": "What we learned about tea"}))
+        } else if prompt.contains("You check a report against its source") {
+            // The prose copies the facts, so their passages state it.
+            ("support", json!({"probabilities": [0.9, 0.1]}))
         } else {
             return Err(LlmError::Backend(format!(
                 "unscripted prompt: {}",

@@ -178,6 +178,10 @@ pub enum EvalCommand {
         depth: u32,
         #[arg(long, default_value_t = QualityOptions::default().breadth)]
         breadth: u32,
+        /// The report's support judge threshold, 0 to 1; 0 checks sentences by the embedding
+        /// match alone [default: Rudder's for the model, 0.615 for qwen2.5-coder-1.5b].
+        #[arg(long, value_name = "P")]
+        support_judge: Option<f32>,
     },
     /// Merge the records of several `eval run` folders (e.g. one sweep split across
     /// processes) into one table.md, c0.svg and records.json in DIR.
@@ -270,6 +274,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
             eval_dir,
             depth,
             breadth,
+            support_judge,
         } => {
             let systems = systems
                 .split(',')
@@ -289,6 +294,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
                 memory_limit,
                 depth,
                 breadth,
+                support_judge,
             };
             quality(ctx, &out, set, seed, eval_dir, &options)
         }

@@ -1,6 +1,7 @@
 //! The report (DESIGN.md step 10): the learnings of the tree the user kept, written up with
 //! citations.
 
+use crate::checks::judge;
 use crate::research::engine::Run;
 use crate::research::events::{Event, Stage};
 use crate::research::report;
@@ -31,7 +32,13 @@ impl Run<'_, '_> {
             learnings: &self.s.learnings,
             evidence: &self.s.evidence,
             current_date: &self.s.date,
-            support_judge: Some(self.r.settings.support_judge).filter(|&t| t > 0.0),
+            support_judge: Some(
+                self.r
+                    .settings
+                    .support_judge
+                    .unwrap_or_else(|| judge::threshold_for(self.r.llm.model_name())),
+            )
+            .filter(|&t| t > 0.0),
         };
         let mut sections = Vec::new();
         let (report, completions) =

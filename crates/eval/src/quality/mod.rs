@@ -127,6 +127,9 @@ pub struct QualityOptions {
     pub memory_limit: Option<usize>,
     pub depth: u32,
     pub breadth: u32,
+    /// The report's support judge threshold (None: Rudder's default; 0: the embedding match
+    /// alone), to measure the writer with and without it.
+    pub support_judge: Option<f32>,
 }
 
 impl Default for QualityOptions {
@@ -147,6 +150,7 @@ impl Default for QualityOptions {
             memory_limit: None,
             depth: 1,
             breadth: 1,
+            support_judge: None,
         }
     }
 }
@@ -859,6 +863,7 @@ fn settings(options: &QualityOptions) -> Result<rudder::research::ResearchSettin
         depth: Some(options.depth),
         breadth: Some(options.breadth),
         clarify_turns: Some(0),
+        support_judge: options.support_judge,
         ..RunOverrides::default()
     }
     .resolve(&ResearchDefaults::default())
