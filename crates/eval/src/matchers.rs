@@ -227,6 +227,36 @@ pub fn area_under_roc(scored: impl IntoIterator<Item = (f32, bool)>) -> f32 {
     wins / (positives.len() * negatives.len()) as f32
 }
 
+/// The items whose `score >= threshold` disagrees with their label, the farthest from the
+/// threshold (the most confident) first, at most `n`.
+pub fn confident_mistakes<T>(
+    items: &[T],
+    score: impl Fn(&T) -> f32,
+    label: impl Fn(&T) -> bool,
+    threshold: f32,
+    n: usize,
+) -> Vec<&T> {
+    let mut wrong: Vec<&T> = items
+        .iter()
+        .filter(|i| (score(i) >= threshold) != label(i))
+        .collect();
+    wrong.sort_by(|a, b| {
+        (score(b) - threshold)
+            .abs()
+            .total_cmp(&(score(a) - threshold).abs())
+    });
+    wrong.truncate(n);
+    wrong
+}
+
+/// One line of what a calibration's calls cost.
+pub fn cost_line(usage: &rudder::llm::Usage, seconds: f64) -> String {
+    format!(
+        "\n{} calls, {} prompt tokens ({} from the cache), {:.0} s\n\n",
+        usage.calls, usage.prompt_tokens, usage.cached_tokens, seconds
+    )
+}
+
 /// Precision, recall and F1 of `score >= threshold` against the labels.
 pub fn prf(pairs: &[&ScoredPair], threshold: f32) -> Prf {
     let positives = pairs.iter().filter(|p| p.label).count();

@@ -209,23 +209,16 @@ pub fn markdown(r: &RelevanceReport) -> String {
             );
         }
     }
-    let _ = writeln!(
-        out,
-        "\n{} calls, {} prompt tokens ({} from the cache), {:.0} s\n",
-        r.usage.calls, r.usage.prompt_tokens, r.usage.cached_tokens, r.seconds
+    out.push_str(&crate::matchers::cost_line(&r.usage, r.seconds));
+    let wrong = crate::matchers::confident_mistakes(
+        &r.scored,
+        |s| s.score,
+        |s| s.pair.relevant,
+        c.threshold,
+        20,
     );
-    let mut wrong: Vec<&ScoredRelevance> = r
-        .scored
-        .iter()
-        .filter(|s| (s.score >= c.threshold) != s.pair.relevant)
-        .collect();
-    wrong.sort_by(|a, b| {
-        let da = (a.score - c.threshold).abs();
-        let db = (b.score - c.threshold).abs();
-        db.total_cmp(&da)
-    });
     out.push_str("## Mistakes, most confident first\n\n| score | P(yes) | label | question | statement |\n|---|---|---|---|---|\n");
-    for s in wrong.iter().take(20) {
+    for s in wrong {
         let _ = writeln!(
             out,
             "| {:.2} | {:.2} | {} | {} | {} |",

@@ -237,26 +237,19 @@ pub fn markdown(r: &SupportJudgeReport) -> String {
             f.turned_sentences
         );
     }
-    let _ = writeln!(
-        out,
-        "\n{} calls, {} prompt tokens ({} from the cache), {:.0} s\n",
-        r.usage.calls, r.usage.prompt_tokens, r.usage.cached_tokens, r.seconds
+    out.push_str(&crate::matchers::cost_line(&r.usage, r.seconds));
+    let wrong = crate::matchers::confident_mistakes(
+        &r.judged,
+        |j| j.probability,
+        |j| j.pair.supported,
+        c.threshold,
+        20,
     );
-    let mut wrong: Vec<&JudgedPair> = r
-        .judged
-        .iter()
-        .filter(|j| (j.probability >= c.threshold) != j.pair.supported)
-        .collect();
-    wrong.sort_by(|a, b| {
-        let da = (a.probability - c.threshold).abs();
-        let db = (b.probability - c.threshold).abs();
-        db.total_cmp(&da)
-    });
     out.push_str(
         "## The judge's mistakes, most confident first\n\n\
          | P(yes) | embedding | label | sentence |\n|---|---|---|---|\n",
     );
-    for j in wrong.iter().take(20) {
+    for j in wrong {
         let _ = writeln!(
             out,
             "| {:.2} | {:.2} | {} | {} |",
