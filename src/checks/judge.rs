@@ -35,8 +35,8 @@ pub const UNCALIBRATED_THRESHOLD: f32 = 0.5;
 /// * any other model: [`UNCALIBRATED_THRESHOLD`].
 pub fn threshold_for(model: &str) -> f32 {
     match model {
-        "qwen2.5-coder-1.5b-instruct" => SUPPORT_JUDGE_THRESHOLD,
-        "smollm2-135m-instruct" => 0.0,
+        crate::config::DEFAULT_CHAT_MODEL => SUPPORT_JUDGE_THRESHOLD,
+        crate::config::TEST_CHAT_MODEL => 0.0,
         _ => UNCALIBRATED_THRESHOLD,
     }
 }
