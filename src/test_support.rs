@@ -11,6 +11,7 @@ use crate::llm::{CancelToken, Completion, FinishReason, Llm, LlmError, Request, 
 pub struct ScriptedLlm {
     answer: Box<dyn Fn(&str) -> String + Send + Sync>,
     prompts: Mutex<Vec<String>>,
+    finish: FinishReason,
 }
 
 impl ScriptedLlm {
@@ -18,7 +19,14 @@ impl ScriptedLlm {
         Self {
             answer: Box::new(answer),
             prompts: Mutex::new(Vec::new()),
+            finish: FinishReason::Stop,
         }
+    }
+
+    /// The same model, saying each answer ended for `finish` (a cut at the token limit).
+    pub fn finishing(mut self, finish: FinishReason) -> Self {
+        self.finish = finish;
+        self
     }
 
     /// Every prompt so far, in order.
@@ -58,7 +66,7 @@ impl Llm for ScriptedLlm {
             },
             text,
             timing: Timing::default(),
-            finish: FinishReason::Stop,
+            finish: self.finish,
         })
     }
 }

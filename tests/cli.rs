@@ -59,6 +59,48 @@ fn ask_with_schema_prints_json_valid_under_it() {
     assert!(landmarks.len() <= 3 && landmarks.iter().all(|l| l.is_string()));
 }
 
+/// A schema with no bounds (#31, item 7): SmolLM2 used to write questions until the token
+/// limit and exit with "the model's output is not JSON … EOF while parsing". Bounded, the
+/// answer closes, with the budget sized from the bounds and with a low `--max-tokens`.
+#[test]
+fn ask_with_an_unbounded_schema_still_closes_its_json() {
+    common::store();
+    let data = tempfile::tempdir().unwrap();
+    let schema = data.path().join("schema.json");
+    std::fs::write(
+        &schema,
+        r#"{"type":"object","properties":{"questions":{"type":"array","items":{"type":"object",
+            "properties":{"question":{"type":"string"},"confidence":{"type":"number"}},
+            "required":["question","confidence"]}}},"required":["questions"]}"#,
+    )
+    .unwrap();
+    for limit in [None, Some("200")] {
+        let mut args = vec![
+            "ask",
+            "--model",
+            common::CHAT_MODEL,
+            "--schema",
+            schema.to_str().unwrap(),
+        ];
+        if let Some(limit) = limit {
+            args.extend(["--max-tokens", limit]);
+        }
+        args.push("Questions a nurse might ask about night shifts");
+        let out = rudder(data.path(), &args);
+        assert!(out.status.success(), "{limit:?}: {}", stderr(&out));
+        let value: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("stdout is JSON");
+        let questions = value["questions"]
+            .as_array()
+            .expect("an array of questions");
+        assert!(questions.len() <= 8, "{value}");
+        for q in questions {
+            let text = q["question"].as_str().expect("a question");
+            assert!(text.chars().count() <= 160, "{text}");
+            assert!(q["confidence"].is_number(), "{q}");
+        }
+    }
+}
+
 #[test]
 fn ask_streams_text_and_reports_usage_as_json() {
     common::store();

@@ -475,3 +475,39 @@ fn a_level_is_researched_together_and_logged_in_node_order() {
     assert_eq!(questions(&logs[0].0), questions(&sequential));
     assert_eq!(logs[0].0.report.markdown, sequential.report.markdown);
 }
+
+/// A node reads passages no other node took before ones another did: directions chosen
+/// together peek at different passages, so the research reads more of what the sources hold
+/// than when every node takes its best matches.
+#[test]
+fn nodes_read_passages_no_other_node_took_first() {
+    // The distinct passages the root and the two directions under it read.
+    let distinct_read = |pool: usize| {
+        let mut s = settings(1, 2, 0.7);
+        // Two passages a node: the six tea passages could serve three nodes without a repeat.
+        s.evidence_per_node = 2;
+        s.fresh_evidence_pool = pool;
+        let (_, events) = run(&ScriptedLlm::new(), s, &mut NeverAsk);
+        let reads: Vec<Vec<String>> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::NodeResearched { sources, .. } => {
+                    Some(sources.iter().map(|e| e.target.key()).collect())
+                }
+                _ => None,
+            })
+            .take(3)
+            .collect();
+        assert_eq!(reads.len(), 3, "{reads:?}");
+        let distinct: std::collections::BTreeSet<&String> = reads.iter().flatten().collect();
+        println!("pool {pool}: {reads:?}");
+        distinct.len()
+    };
+    let best_matches = distinct_read(1);
+    let fresh_first = distinct_read(3);
+    assert!(
+        fresh_first > best_matches,
+        "fresh first read {fresh_first} distinct passages, best matches {best_matches}"
+    );
+    assert!(fresh_first >= 5, "{fresh_first}");
+}

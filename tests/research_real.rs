@@ -327,6 +327,68 @@ fn a_run_that_never_asks_still_logs_its_decisions() {
     );
 }
 
+/// The support judge at a node, with the real model: a judge no passage can satisfy (a
+/// threshold above 1) refuses every learning the model words itself, each after one forward
+/// pass, and the node falls back to quoting its passages, which the judge does not read.
+#[test]
+fn a_node_whose_judge_refuses_every_learning_quotes_its_passages() {
+    use rudder::research::node;
+    use rudder::sources::Evidence;
+
+    let models = common::store();
+    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
+    let llm = common::small_model();
+    let evidence: Vec<Evidence> = DOCS
+        .iter()
+        .map(|(name, text)| Evidence {
+            target: CitationTarget::Document {
+                path: format!("/corpus/{name}"),
+                chunk: 0,
+                page: None,
+                url: None,
+                name: None,
+            },
+            title: text.lines().next().unwrap().trim_start_matches("# ").into(),
+            text: text.lines().skip(2).collect::<Vec<_>>().join(" "),
+            score: 1.0,
+        })
+        .collect();
+    let persona = Persona::default();
+    let ctx = node::NodeContext {
+        query: "How should I brew tea?",
+        question: "How should I brew tea?",
+        persona: &persona,
+        seen_tags: &[],
+        directives: "",
+        current_date: "2026-11-22",
+        leaf: true,
+        support_judge: Some(1.01),
+    };
+    let (findings, completions) = node::research(&llm, &embedder, &ctx, &evidence).unwrap();
+    // The node's own calls come first (the retry continues the first), then one judge call,
+    // the probabilities of a single forward pass, for each learning the embedding accepted.
+    let is_judge = |c: &&rudder::llm::Completion| c.text.starts_with(r#"{"probabilities""#);
+    let written = completions.iter().take_while(|c| !is_judge(c)).count();
+    let judged = completions.iter().skip(written).filter(is_judge).count();
+    assert!((1..=2).contains(&written), "{written} node calls");
+    assert_eq!(
+        written + judged,
+        completions.len(),
+        "the judge's calls come last"
+    );
+    for (text, sources) in &findings.learnings {
+        let passage = &evidence[sources[0]].text;
+        assert!(
+            passage.contains(text.as_str()),
+            "a learning in the model's words passed a judge that refuses all: {text}"
+        );
+    }
+    println!(
+        "{written} node call(s), {judged} judge call(s), kept: {:?}",
+        findings.learnings
+    );
+}
+
 /// One node with SmolLM2 over real passages: whatever the small model writes, every learning
 /// the node keeps is a declarative sentence that a passage it cites supports.
 #[test]
@@ -362,6 +424,7 @@ fn a_real_node_keeps_only_supported_findings() {
         directives: "",
         current_date: "2026-11-22",
         leaf: true,
+        support_judge: None,
     };
     let (findings, completions) = node::research(&llm, &embedder, &ctx, &evidence).unwrap();
     assert!(!completions.is_empty() && completions.len() <= 2);

@@ -13,6 +13,8 @@
 //! `rudder eval support` on labelled pairs that include reversed relations, swapped causes and
 //! wrong numbers).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::llm::{map_concurrent, probability_of_yes, Completion, Llm, LlmError, Message, Usage};
 
 /// The lowest P(yes) a report sentence's passage must get from the default chat model,
@@ -84,6 +86,71 @@ pub fn cannot_judge(error: &crate::Error) -> bool {
     matches!(error, crate::Error::Llm(LlmError::InvalidOutput { .. }))
 }
 
+/// Set once the log has said that the model gives no yes/no probabilities, so a run's many
+/// judges say it once.
+static SAID_UNAVAILABLE: AtomicBool = AtomicBool::new(false);
+
+/// The judge as one check of a stage's sentences: the chat model and its threshold (None or 0:
+/// off). When the model cannot answer by probability the judge steps aside, and the embedding
+/// match alone decides from then on.
+pub struct Judge<'a> {
+    llm: &'a dyn Llm,
+    threshold: Option<f32>,
+    unavailable: AtomicBool,
+}
+
+impl<'a> Judge<'a> {
+    pub fn new(llm: &'a dyn Llm, threshold: Option<f32>) -> Self {
+        Judge {
+            llm,
+            threshold: threshold.filter(|&t| t > 0.0),
+            unavailable: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether `passage` states `sentence`: true when the judge is off or cannot answer. The
+    /// call's completion is added to `completions`.
+    pub fn states(
+        &self,
+        passage: &str,
+        sentence: &str,
+        completions: &mut Vec<Completion>,
+    ) -> crate::Result<bool> {
+        let Some(threshold) = self.threshold else {
+            return Ok(true);
+        };
+        if self.unavailable.load(Ordering::Relaxed) {
+            return Ok(true);
+        }
+        match passage_states(self.llm, passage, sentence) {
+            Ok((p, completion)) => {
+                completions.push(completion);
+                if p < threshold {
+                    tracing::debug!(p, "the judge finds the passage does not state: {sentence}");
+                }
+                Ok(p >= threshold)
+            }
+            Err(e) if cannot_judge(&e) => {
+                self.unavailable.store(true, Ordering::Relaxed);
+                if !SAID_UNAVAILABLE.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        "the model gives no yes/no probabilities ({e}); sentences are checked \
+                         by the embedding match alone"
+                    );
+                }
+                Ok(true)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Why a sentence that shares its cited passage's words is refused when the judge finds the
+/// passage does not state it: what a retry is told.
+pub const TURNED_AROUND: &str = "it turns around what the passage says (a cause, an order of \
+                                 events, a number or a yes or no); say it the way the passage \
+                                 does";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +192,49 @@ mod tests {
         );
         assert_eq!(threshold_for(crate::config::TEST_CHAT_MODEL), 0.0);
         assert_eq!(threshold_for("qwen2.5-7b-instruct"), UNCALIBRATED_THRESHOLD);
+    }
+
+    #[test]
+    fn the_judge_refuses_below_its_threshold_and_steps_aside_when_it_cannot_answer() {
+        let llm = ScriptedLlm::new(|prompt| {
+            if prompt.ends_with("The mills moved, which caused the flood.") {
+                r#"{"probabilities":[0.1,0.6]}"#.to_string()
+            } else {
+                r#"{"probabilities":[0.6,0.2]}"#.to_string()
+            }
+        });
+        let passage = "The flood of 1887 forced the mills to move.";
+        let mut calls = Vec::new();
+        let judge = Judge::new(&llm, Some(0.5));
+        assert!(judge
+            .states(passage, "The 1887 flood made the mills move.", &mut calls)
+            .unwrap());
+        assert!(!judge
+            .states(
+                passage,
+                "The mills moved, which caused the flood.",
+                &mut calls
+            )
+            .unwrap());
+        assert_eq!(calls.len(), 2);
+        // Off (None or 0): no call, everything passes.
+        for off in [None, Some(0.0)] {
+            let judge = Judge::new(&llm, off);
+            assert!(judge
+                .states(
+                    passage,
+                    "The mills moved, which caused the flood.",
+                    &mut calls
+                )
+                .unwrap());
+        }
+        assert_eq!(calls.len(), 2);
+        // A model without probabilities: the first call finds out, later ones are not made.
+        let plain = ScriptedLlm::new(|_| "yes".to_string());
+        let judge = Judge::new(&plain, Some(0.5));
+        assert!(judge.states(passage, "Anything.", &mut calls).unwrap());
+        assert!(judge.states(passage, "Anything else.", &mut calls).unwrap());
+        assert_eq!(plain.prompts().len(), 1);
     }
 
     #[test]

@@ -46,6 +46,11 @@ pub struct ResearchArgs {
     /// others].
     #[arg(long, value_name = "P")]
     support_judge: Option<f32>,
+    /// How far down the ranking each node looks for passages no other node took, as a
+    /// multiple of the passages it reads, 1 to 10; 1 reads the best matches, taken or not
+    /// [default: 2].
+    #[arg(long, value_name = "N")]
+    fresh_evidence_pool: Option<usize>,
     /// λ_exp, the weight of the exploration bonus [default: from settings, 0.5].
     #[arg(long)]
     lambda_explore: Option<f32>,
@@ -111,6 +116,7 @@ impl ResearchArgs {
                 },
                 always_ask: self.always_ask.then_some(true),
                 support_judge: self.support_judge,
+                fresh_evidence_pool: self.fresh_evidence_pool,
             },
         }
     }

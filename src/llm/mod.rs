@@ -13,6 +13,7 @@
 //! pass (llama.cpp's logits; a server's `top_logprobs`). A small model's written grade is not
 //! calibrated; that probability is.
 
+pub mod bounds;
 pub mod grammar;
 pub mod llama;
 pub mod offload;
@@ -41,12 +42,27 @@ pub enum LlmError {
     Backend(String),
     #[error("model output is not valid for the schema: {message}; output was: {output}")]
     InvalidOutput { message: String, output: String },
+    /// Structured output that reached `max_tokens` before its JSON closed.
+    #[error(
+        "the answer reached its limit of {max_tokens} tokens before its JSON closed (bound the \
+         schema's arrays and strings with maxItems and maxLength, or raise the limit); output \
+         was: {output}"
+    )]
+    Cut { max_tokens: u32, output: String },
     #[error("server {url}: {message}")]
     Http { url: String, message: String },
     #[error("generation was cancelled")]
     Cancelled,
     #[error("the model worker stopped unexpectedly")]
     WorkerGone,
+}
+
+impl LlmError {
+    /// Whether the model answered but its answer cannot be used (not valid for the schema, or
+    /// cut at the token limit): a caller with a fallback takes it, rather than failing the run.
+    pub fn is_unusable_output(&self) -> bool {
+        matches!(self, LlmError::InvalidOutput { .. } | LlmError::Cut { .. })
+    }
 }
 
 /// Who said a message.
@@ -349,10 +365,18 @@ pub fn complete_schema<T: DeserializeOwned>(
         format: OutputFormat::JsonSchema(schema),
     };
     let completion = llm.complete_text(&request)?;
-    Ok(Reply {
-        parsed: parse_json(&completion.text),
-        completion,
-    })
+    let parsed = match parse_json(&completion.text) {
+        Err(LlmError::InvalidOutput { output, .. })
+            if completion.finish == FinishReason::Length =>
+        {
+            Err(LlmError::Cut {
+                max_tokens: request.options.max_tokens,
+                output,
+            })
+        }
+        parsed => parsed,
+    };
+    Ok(Reply { parsed, completion })
 }
 
 /// The probability the model gives to each of `choices` as its reply to `messages` (one forward
@@ -451,6 +475,37 @@ pub fn open_chat(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::ScriptedLlm;
+
+    #[test]
+    fn structured_output_cut_at_the_limit_says_so() {
+        let schema = serde_json::json!({"type": "array", "items": {"type": "string"}});
+        let open = r#"["one", "two", "thr"#;
+        let cut = ScriptedLlm::new(move |_| open.to_string()).finishing(FinishReason::Length);
+        let reply = complete_schema::<Vec<String>>(
+            &cut,
+            vec![Message::user("Count.")],
+            GenerationOptions::greedy(6),
+            schema.clone(),
+        )
+        .unwrap();
+        let err = reply.parsed.unwrap_err();
+        assert!(matches!(err, LlmError::Cut { max_tokens: 6, .. }), "{err}");
+        assert!(err.is_unusable_output());
+        assert!(err.to_string().contains("limit of 6 tokens"), "{err}");
+        // The same text from a model that stopped by itself is invalid output, not a cut.
+        let stopped = ScriptedLlm::new(move |_| open.to_string());
+        let reply = complete_schema::<Vec<String>>(
+            &stopped,
+            vec![Message::user("Count.")],
+            GenerationOptions::greedy(6),
+            schema,
+        )
+        .unwrap();
+        let err = reply.parsed.unwrap_err();
+        assert!(matches!(err, LlmError::InvalidOutput { .. }), "{err}");
+        assert!(err.is_unusable_output());
+    }
 
     #[test]
     fn map_concurrent_keeps_item_order_and_runs_calls_together() {

@@ -81,13 +81,17 @@ pub struct ResearchSettings {
     pub mmr_lambda: f32,
     /// Passages retrieved per node (and per peek).
     pub evidence_per_node: usize,
+    /// How far down the ranking a node looks for passages no other node took, as a multiple of
+    /// `evidence_per_node`: a taken passage fills a place only when too few fresh ones are
+    /// among that many (1: the best matches, taken or not).
+    pub fresh_evidence_pool: usize,
     /// Reflect after each level of the tree (knowledge gaps, obsolete tasks).
     pub reflect: bool,
     /// Most clarifying questions before research (0 turns clarification off).
     pub clarify_turns: u32,
-    /// The lowest P(yes) the chat model must give that a report sentence's cited passage
-    /// states it, which way round ([`crate::checks::judge`]); 0 leaves the embedding match
-    /// alone; None: the threshold calibrated for the model in use
+    /// The lowest P(yes) the chat model must give that a learning's or a report sentence's
+    /// cited passage states it, which way round ([`crate::checks::judge`]); 0 leaves the
+    /// embedding match alone; None: the threshold calibrated for the model in use
     /// ([`crate::checks::judge::threshold_for`]).
     pub support_judge: Option<f32>,
 }
@@ -101,6 +105,7 @@ impl Default for ResearchSettings {
             weights: UtilityWeights::default(),
             mmr_lambda: 0.0,
             evidence_per_node: 5,
+            fresh_evidence_pool: 2,
             reflect: true,
             clarify_turns: 3,
             support_judge: None,

@@ -5,7 +5,9 @@
 //!
 //! A learning is kept only when it is a finding — one declarative sentence
 //! ([`checks::text::finding_form`]) that at least one passage it cites supports
-//! ([`checks::SupportMatcher`] at [`checks::SUPPORT_THRESHOLD`]). When some are refused, the
+//! ([`checks::SupportMatcher`] at [`checks::SUPPORT_THRESHOLD`]) and, when the support judge is
+//! on, states the same way round ([`checks::judge`]: a learning that reverses a cause or swaps
+//! a number would otherwise reach the report as a finding). When some are refused, the
 //! model is asked once more for learnings only, told which were refused and why; what passes
 //! from both calls is kept. A learning resting only on the user's earlier chats is phrased as
 //! what that conversation said, never as a fact about the world.
@@ -16,6 +18,7 @@ use serde_json::json;
 use super::persona::Persona;
 use super::tree::FollowUp;
 use super::ResearchError;
+use crate::checks::judge::{Judge, TURNED_AROUND};
 use crate::checks::text::{dominant_script, finding_form, foreign_script, Script};
 use crate::checks::{self, SupportMatcher};
 use crate::embed::Embedder;
@@ -182,6 +185,8 @@ pub struct NodeContext<'a> {
     pub directives: &'a str,
     pub current_date: &'a str,
     pub leaf: bool,
+    /// The support judge's threshold for the chat model (None or 0: off).
+    pub support_judge: Option<f32>,
 }
 
 /// Researches one node over its evidence: one call, and a second one for learnings only when
@@ -219,13 +224,19 @@ pub fn research(
     let mut findings = findings(draft, evidence.len(), &[ctx.query, ctx.question]);
     let mut completions = vec![completion];
     let matcher = SupportMatcher::new(embedder, checks::SUPPORT_THRESHOLD);
+    let judge = Judge::new(llm, ctx.support_judge);
+    // The judge's calls, accounted after the node's own (the retry continues the first call).
+    let mut judged = Vec::new();
     let shown = shown_passages(evidence);
-    let (mut kept, rejected) = check_learnings(
-        &matcher,
-        std::mem::take(&mut findings.learnings),
-        &shown,
-        dominant_script(ctx.query),
-    )?;
+    let script = dominant_script(ctx.query);
+    let check = Checks {
+        matcher: &matcher,
+        judge: &judge,
+        shown: &shown,
+        script,
+    };
+    let (mut kept, rejected) =
+        check.learnings(std::mem::take(&mut findings.learnings), &mut judged)?;
     let mut refused = rejected.len();
     if !rejected.is_empty() && kept.len() < MAX_LEARNINGS {
         let retry = crate::prompts::render(
@@ -251,8 +262,7 @@ pub fn research(
         match second.into_pair() {
             Ok((draft, _)) => {
                 let again = findings_learnings(draft, evidence.len());
-                let (more, still) =
-                    check_learnings(&matcher, again, &shown, dominant_script(ctx.query))?;
+                let (more, still) = check.learnings(again, &mut judged)?;
                 refused += still.len();
                 merge_learnings(&mut kept, more);
             }
@@ -266,9 +276,11 @@ pub fn research(
             refused,
             kept = kept.len(),
             calls = completions.len(),
+            judged = judged.len(),
             "learnings refused as not findings or not supported by their passages"
         );
     }
+    completions.append(&mut judged);
     if kept.is_empty() {
         kept = quoted_learnings(embedder, ctx.question, evidence, &shown)?;
     }
@@ -299,45 +311,72 @@ fn shown_passages(evidence: &[Evidence]) -> Vec<String> {
         .collect()
 }
 
-/// Learnings split into the findings kept and the ones refused, each with the reason: not a
-/// declarative sentence, or supported by none of the passages it cites.
-#[allow(clippy::type_complexity)]
-fn check_learnings(
-    matcher: &SupportMatcher<'_>,
-    learnings: Vec<(String, Vec<usize>)>,
-    shown: &[String],
+/// What a learning must pass at a node.
+struct Checks<'a> {
+    matcher: &'a SupportMatcher<'a>,
+    judge: &'a Judge<'a>,
+    /// The passages as the model saw them.
+    shown: &'a [String],
+    /// The question's writing system.
     script: Script,
-) -> Result<(Vec<(String, Vec<usize>)>, Vec<(String, String)>), ResearchError> {
-    let mut kept = Vec::new();
-    let mut rejected = Vec::new();
-    let passages: Vec<&str> = shown.iter().map(String::as_str).collect();
-    for (text, idx) in learnings {
-        // A word of another script than the question's ("… and human主义") is a slip of the
-        // model's, unless a passage has it.
-        if let Some(why) = finding_form(&text).or_else(|| foreign_script(&text, script, &passages))
-        {
-            rejected.push((text, why));
-            continue;
-        }
-        let mut supported = false;
-        for &i in &idx {
-            if matcher.supports(&text, &shown[i])? {
-                supported = true;
-                break;
+}
+
+impl Checks<'_> {
+    /// Learnings split into the findings kept and the ones refused, each with the reason: not a
+    /// declarative sentence, supported by none of the passages it cites, or turned around
+    /// from what the passage says. The judge's calls are added to `judged`.
+    #[allow(clippy::type_complexity)]
+    fn learnings(
+        &self,
+        learnings: Vec<(String, Vec<usize>)>,
+        judged: &mut Vec<Completion>,
+    ) -> Result<(Vec<(String, Vec<usize>)>, Vec<(String, String)>), ResearchError> {
+        let mut kept = Vec::new();
+        let mut rejected = Vec::new();
+        let passages: Vec<&str> = self.shown.iter().map(String::as_str).collect();
+        for (text, idx) in learnings {
+            // A word of another script than the question's ("… and human主义") is a slip of
+            // the model's, unless a passage has it.
+            if let Some(why) =
+                finding_form(&text).or_else(|| foreign_script(&text, self.script, &passages))
+            {
+                rejected.push((text, why));
+                continue;
+            }
+            // A small model often copies a true sentence and numbers the wrong passage: then
+            // the citation goes to the passage that does support it, so it still resolves to
+            // its evidence.
+            let mut cited = Vec::new();
+            for &i in &idx {
+                if self.matcher.supports(&text, &self.shown[i])? {
+                    cited.push(i);
+                }
+            }
+            let moved = cited.is_empty();
+            if moved {
+                cited.extend(best_supporting(self.matcher, &text, self.shown)?);
+            }
+            if cited.is_empty() {
+                rejected.push((text, "not supported by the passages it cites".to_string()));
+                continue;
+            }
+            let mut stated = false;
+            for &i in &cited {
+                if self.judge.states(&self.shown[i], &text, judged)? {
+                    stated = true;
+                    break;
+                }
+            }
+            if !stated {
+                rejected.push((text, TURNED_AROUND.to_string()));
+            } else if moved {
+                kept.push((text, cited));
+            } else {
+                kept.push((text, idx));
             }
         }
-        if supported {
-            kept.push((text, idx));
-        } else if let Some(best) = best_supporting(matcher, &text, shown)? {
-            // A small model often copies a true sentence and numbers the wrong passage: the
-            // citation goes to the passage that does support it, so it still resolves to
-            // its evidence.
-            kept.push((text, vec![best]));
-        } else {
-            rejected.push((text, "not supported by the passages it cites".to_string()));
-        }
+        Ok((kept, rejected))
     }
-    Ok((kept, rejected))
 }
 
 /// Most sentences quoted when the model's own learnings all fail.
@@ -653,6 +692,7 @@ mod tests {
             directives: "",
             current_date: "2026-11-22",
             leaf: true,
+            support_judge: None,
         };
         research(llm, &Words, &ctx, evidence).unwrap().0
     }

@@ -100,6 +100,9 @@ pub struct RunOverrides {
     /// The report's support judge threshold (`ResearchSettings::support_judge`; 0 turns the
     /// judge off). Not a saved default: it is calibrated per model.
     pub support_judge: Option<f32>,
+    /// `ResearchSettings::fresh_evidence_pool` (1 turns off the preference for passages no
+    /// other node took). Not a saved default: a knob for measuring it.
+    pub fresh_evidence_pool: Option<usize>,
 }
 
 impl RunOverrides {
@@ -126,14 +129,29 @@ impl RunOverrides {
                 "the support judge threshold must be 0 to 1, not {p}"
             ));
         }
+        if let Some(n) = self
+            .fresh_evidence_pool
+            .filter(|n| !(1..=MAX_FRESH_EVIDENCE_POOL).contains(n))
+        {
+            problems.push(format!(
+                "the fresh evidence pool must be 1 to {MAX_FRESH_EVIDENCE_POOL}, not {n}"
+            ));
+        }
         if !problems.is_empty() {
             return Err(RunError::Invalid(problems.join("; ")));
         }
         let mut settings = chosen.to_settings();
         settings.support_judge = self.support_judge;
+        if let Some(n) = self.fresh_evidence_pool {
+            settings.fresh_evidence_pool = n;
+        }
         Ok(settings)
     }
 }
+
+/// The furthest down the ranking a node may look for fresh passages, in multiples of the
+/// passages it reads.
+pub const MAX_FRESH_EVIDENCE_POOL: usize = 10;
 
 /// The deepest tree and the widest branching a run may ask for (each level multiplies the
 /// model calls by the breadth).
@@ -573,13 +591,24 @@ mod tests {
             ..RunOverrides::default()
         };
         assert_eq!(off.resolve(&saved).unwrap().support_judge, Some(0.0));
+        assert_eq!(s.fresh_evidence_pool, 2, "the loop's default");
+        let best_matches = RunOverrides {
+            fresh_evidence_pool: Some(1),
+            ..RunOverrides::default()
+        };
+        assert_eq!(best_matches.resolve(&saved).unwrap().fresh_evidence_pool, 1);
         let bad = RunOverrides {
             depth: Some(9),
             c0: Some(1.5),
             support_judge: Some(1.5),
+            fresh_evidence_pool: Some(0),
             ..RunOverrides::default()
         };
         let err = bad.resolve(&saved).unwrap_err().to_string();
+        assert!(
+            err.contains("fresh evidence pool must be 1 to 10, not 0"),
+            "{err}"
+        );
         assert!(err.contains("depth must be 0 to 6, not 9"), "{err}");
         assert!(err.contains("C0 must be between 0 and 1"), "{err}");
         assert!(

@@ -229,7 +229,7 @@ impl<'a> SimulatedUser<'a> {
     }
 
     /// One grammar-constrained call, accounted. Output that does not parse is returned as
-    /// `LlmError::InvalidOutput` for the caller's fallback.
+    /// an unusable-output error ([`LlmError::is_unusable_output`]) for the caller's fallback.
     fn call<T: serde::de::DeserializeOwned>(
         &mut self,
         prompt: String,
@@ -281,7 +281,7 @@ impl<'a> SimulatedUser<'a> {
         let max_tokens = budget(COMMENT_CHARS + MAX_NEW_QUESTION_CHARS, 40 + 4 * (n + a));
         let draft: PauseDraft = match self.call(prompt, pause_schema(n, a), max_tokens) {
             Ok(d) => d,
-            Err(e @ LlmError::InvalidOutput { .. }) => {
+            Err(e) if e.is_unusable_output() => {
                 tracing::warn!(
                     "simulated user: unusable pause answer, going on with every direction: {e}"
                 );
@@ -366,7 +366,7 @@ impl<'a> SimulatedUser<'a> {
         };
         let draft: ClarifyDraft = match self.call(prompt, clarify_schema(n, a), max_tokens) {
             Ok(d) => d,
-            Err(e @ LlmError::InvalidOutput { .. }) => {
+            Err(e) if e.is_unusable_output() => {
                 tracing::warn!("simulated user: unusable clarification answer, skipping: {e}");
                 return Ok(Exchange::Clarify {
                     question: question.clone(),

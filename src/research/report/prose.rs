@@ -12,16 +12,16 @@
 //! added in their own words, so the paragraph never loses a fact or gains an unsupported one.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::json;
 
 use super::plan::tidy_sentence;
+use crate::checks::judge::{Judge, TURNED_AROUND};
 use crate::checks::text::{
     content_words, finding_form, foreign_script, heading_debris, jaccard, sentence_debris,
     split_sentences, Script, NEAR_DUPLICATE_JACCARD,
 };
-use crate::checks::{judge, SupportMatcher, SUPPORT_THRESHOLD};
+use crate::checks::{SupportMatcher, SUPPORT_THRESHOLD};
 use crate::embed::Embedder;
 use crate::llm::{complete_schema, Completion, GenerationOptions, Llm, Message};
 use crate::research::tree::one_line;
@@ -78,12 +78,8 @@ pub(super) struct HeadingDraft {
 pub(super) struct Writer<'a> {
     llm: &'a dyn Llm,
     support: SupportMatcher<'a>,
-    /// The lowest P(yes) that a passage states a sentence ([`crate::checks::judge`]); None:
-    /// the embedding check alone.
-    judge: Option<f32>,
-    /// Set when the model cannot answer the judge (no probabilities): the embedding check
-    /// alone decides from then on.
-    judge_unavailable: AtomicBool,
+    /// Whether a passage states a sentence the way round it says it ([`crate::checks::judge`]).
+    judge: Judge<'a>,
     /// The report's writing system (the question's): a word in another one is debris
     /// unless a cited passage has it.
     script: Script,
@@ -186,8 +182,7 @@ impl<'a> Writer<'a> {
             llm,
             script,
             support: SupportMatcher::new(embedder, SUPPORT_THRESHOLD),
-            judge,
-            judge_unavailable: AtomicBool::new(false),
+            judge: Judge::new(llm, judge),
             said: Vec::new(),
             headings: Vec::new(),
             completions: Vec::new(),
@@ -246,55 +241,15 @@ impl<'a> Writer<'a> {
                 continue;
             }
             matched = true;
-            if self.judge_states(passage, sentence, completions)? {
+            if self.judge.states(passage, sentence, completions)? {
                 return Ok(None);
             }
         }
         Ok(Some(if matched {
-            "it turns around what the passage says (a cause, an order of events, a number or a \
-             yes or no); say it the way the passage does"
-                .into()
+            TURNED_AROUND.into()
         } else {
             "it says something the facts do not say; keep to the facts".into()
         }))
-    }
-
-    /// Whether the judge finds that `passage` states `sentence` (true when the judge is off or
-    /// the model cannot answer it).
-    fn judge_states(
-        &self,
-        passage: &str,
-        sentence: &str,
-        completions: &mut Vec<Completion>,
-    ) -> Result<bool, ResearchError> {
-        let Some(threshold) = self.judge else {
-            return Ok(true);
-        };
-        if self.judge_unavailable.load(Ordering::Relaxed) {
-            return Ok(true);
-        }
-        match judge::passage_states(self.llm, passage, sentence) {
-            Ok((p, completion)) => {
-                completions.push(completion);
-                if p < threshold {
-                    tracing::debug!(
-                        p,
-                        "report: the judge finds the passage does not state: {sentence}"
-                    );
-                }
-                Ok(p >= threshold)
-            }
-            Err(e) if judge::cannot_judge(&e) => {
-                if !self.judge_unavailable.swap(true, Ordering::Relaxed) {
-                    tracing::warn!(
-                        "report: the model gives no yes/no probabilities ({e}); sentences are \
-                         checked by the embedding match alone"
-                    );
-                }
-                Ok(true)
-            }
-            Err(e) => Err(e.into()),
-        }
     }
 
     /// Whether `sentence` near-duplicates one already in the report or in `kept`.

@@ -94,7 +94,7 @@ impl Run<'_, '_> {
                 (refined.brief, refined.checklist)
             }
             // The answers still count: they go into the brief as the user gave them.
-            Err(ResearchError::Llm(e @ crate::llm::LlmError::InvalidOutput { .. })) => {
+            Err(ResearchError::Llm(e)) if e.is_unusable_output() => {
                 tracing::warn!("clarification summary unusable: {e}");
                 let answers: Vec<String> = self
                     .s

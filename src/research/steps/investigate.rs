@@ -90,6 +90,7 @@ impl Run<'_, '_> {
         let directives = self.s.directives.prompt_text();
         let (llm, embedder) = (self.r.llm, self.r.embedder);
         let (query, persona, date) = (&self.s.query, &self.s.persona, &self.s.date);
+        let support_judge = self.support_judge();
         crate::llm::map_concurrent(llm.parallelism(), opened, |_, node| {
             let ctx = node::NodeContext {
                 query,
@@ -99,6 +100,7 @@ impl Run<'_, '_> {
                 directives: &directives,
                 current_date: date,
                 leaf: node.leaf,
+                support_judge,
             };
             node::research(llm, embedder, &ctx, &node.evidence)
         })
@@ -119,7 +121,7 @@ impl Run<'_, '_> {
             }
             // Output the grammar could not finish within its budget: the node yields nothing,
             // and the rest of the run goes on.
-            Err(ResearchError::Llm(e @ crate::llm::LlmError::InvalidOutput { .. })) => {
+            Err(ResearchError::Llm(e)) if e.is_unusable_output() => {
                 tracing::warn!(node = id, "research output unusable: {e}");
                 Ok(node::Findings::default())
             }

@@ -168,11 +168,15 @@ impl Run<'_, '_> {
         Ok((candidates, embeddings))
     }
 
-    /// Peek: retrieval only, no model — the evidence each chosen direction would start from.
+    /// Peek: retrieval only, no model — the evidence each chosen direction would start from,
+    /// each taking fresh passages before ones its siblings took.
     fn peek(&mut self, chosen: &[FollowUp]) -> Result<Vec<Vec<Evidence>>, ResearchError> {
         let mut peeks = Vec::with_capacity(chosen.len());
+        let mut batch = std::collections::BTreeSet::new();
         for c in chosen {
-            peeks.push(self.search(&c.question)?);
+            let found = self.search_fresh(&c.question, &batch)?;
+            batch.extend(found.iter().map(|e| e.target.key()));
+            peeks.push(found);
         }
         Ok(peeks)
     }

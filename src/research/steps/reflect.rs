@@ -133,7 +133,7 @@ impl Run<'_, '_> {
                 self.account(Stage::Reflect, &completion);
                 Ok(r)
             }
-            Err(ResearchError::Llm(e @ crate::llm::LlmError::InvalidOutput { .. })) => {
+            Err(ResearchError::Llm(e)) if e.is_unusable_output() => {
                 tracing::warn!("reflection output unusable: {e}");
                 Ok(Reflection::default())
             }

@@ -32,13 +32,7 @@ impl Run<'_, '_> {
             learnings: &self.s.learnings,
             evidence: &self.s.evidence,
             current_date: &self.s.date,
-            support_judge: Some(
-                self.r
-                    .settings
-                    .support_judge
-                    .unwrap_or_else(|| judge::threshold_for(self.r.llm.model_name())),
-            )
-            .filter(|&t| t > 0.0),
+            support_judge: self.support_judge(),
         };
         let mut sections = Vec::new();
         let (report, completions) =
@@ -58,6 +52,18 @@ impl Run<'_, '_> {
             report: Some(Box::new(report)),
         });
         Ok(())
+    }
+
+    /// The support judge's threshold for this run's chat model (None: off): the setting, else
+    /// the model's calibrated one. The research nodes and the report check with the same.
+    pub(in crate::research) fn support_judge(&self) -> Option<f32> {
+        Some(
+            self.r
+                .settings
+                .support_judge
+                .unwrap_or_else(|| judge::threshold_for(self.r.llm.model_name())),
+        )
+        .filter(|&t| t > 0.0)
     }
 
     /// The tree as the report sees it: canceled directions and what the user excluded left
