@@ -48,7 +48,7 @@ pub struct ResearchArgs {
     support_judge: Option<f32>,
     /// How far down the ranking each node looks for passages no other node took, as a
     /// multiple of the passages it reads, 1 to 10; 1 reads the best matches, taken or not
-    /// [default: 2].
+    /// [default: 1; 2 reads more distinct passages, but more of them off the question].
     #[arg(long, value_name = "N")]
     fresh_evidence_pool: Option<usize>,
     /// λ_exp, the weight of the exploration bonus [default: from settings, 0.5].

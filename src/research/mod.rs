@@ -83,7 +83,8 @@ pub struct ResearchSettings {
     pub evidence_per_node: usize,
     /// How far down the ranking a node looks for passages no other node took, as a multiple of
     /// `evidence_per_node`: a taken passage fills a place only when too few fresh ones are
-    /// among that many (1: the best matches, taken or not).
+    /// among that many (1: the best matches, taken or not; see `Run::search_fresh` for why 1
+    /// is the default).
     pub fresh_evidence_pool: usize,
     /// Reflect after each level of the tree (knowledge gaps, obsolete tasks).
     pub reflect: bool,
@@ -105,7 +106,7 @@ impl Default for ResearchSettings {
             weights: UtilityWeights::default(),
             mmr_lambda: 0.0,
             evidence_per_node: 5,
-            fresh_evidence_pool: 2,
+            fresh_evidence_pool: 1,
             reflect: true,
             clarify_turns: 3,
             support_judge: None,

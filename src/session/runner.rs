@@ -591,12 +591,12 @@ mod tests {
             ..RunOverrides::default()
         };
         assert_eq!(off.resolve(&saved).unwrap().support_judge, Some(0.0));
-        assert_eq!(s.fresh_evidence_pool, 2, "the loop's default");
-        let best_matches = RunOverrides {
-            fresh_evidence_pool: Some(1),
+        assert_eq!(s.fresh_evidence_pool, 1, "the loop's default");
+        let fresh = RunOverrides {
+            fresh_evidence_pool: Some(2),
             ..RunOverrides::default()
         };
-        assert_eq!(best_matches.resolve(&saved).unwrap().fresh_evidence_pool, 1);
+        assert_eq!(fresh.resolve(&saved).unwrap().fresh_evidence_pool, 2);
         let bad = RunOverrides {
             depth: Some(9),
             c0: Some(1.5),
