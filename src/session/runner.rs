@@ -103,6 +103,8 @@ pub struct RunOverrides {
     /// `ResearchSettings::fresh_evidence_pool` (1 turns off the preference for passages no
     /// other node took). Not a saved default: a knob for measuring it.
     pub fresh_evidence_pool: Option<usize>,
+    /// `ResearchSettings::judge_learnings`. Not a saved default: a knob for measuring it.
+    pub judge_learnings: Option<bool>,
 }
 
 impl RunOverrides {
@@ -144,6 +146,9 @@ impl RunOverrides {
         settings.support_judge = self.support_judge;
         if let Some(n) = self.fresh_evidence_pool {
             settings.fresh_evidence_pool = n;
+        }
+        if let Some(on) = self.judge_learnings {
+            settings.judge_learnings = on;
         }
         Ok(settings)
     }
@@ -597,6 +602,12 @@ mod tests {
             ..RunOverrides::default()
         };
         assert_eq!(fresh.resolve(&saved).unwrap().fresh_evidence_pool, 2);
+        assert!(!s.judge_learnings, "learnings are judged only when asked");
+        let judged = RunOverrides {
+            judge_learnings: Some(true),
+            ..RunOverrides::default()
+        };
+        assert!(judged.resolve(&saved).unwrap().judge_learnings);
         let bad = RunOverrides {
             depth: Some(9),
             c0: Some(1.5),

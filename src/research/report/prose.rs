@@ -371,7 +371,9 @@ impl<'a> Writer<'a> {
                 continue;
             }
             // The fallbacks in order of preference: each but the last must also be supported
-            // by the fact's passages; the last is the fact itself, supported when learned.
+            // by the fact's passages (the last is the fact itself, supported when learned),
+            // and every one, printed in the report, must be stated by a passage the way round
+            // the judge reads it.
             let options = fallback(fact);
             for (k, option) in options.iter().enumerate() {
                 let own: Vec<String> = split_sentences(option);
@@ -392,10 +394,19 @@ impl<'a> Writer<'a> {
                     }
                 }
                 if clean {
+                    clean = self.judged_by_a_passage(&own, &passages)?;
+                }
+                if clean {
                     sentences.extend(own);
                     stated.push(i);
                     break;
                 }
+            }
+            if !stated.contains(&i) {
+                tracing::info!(
+                    "report: a finding is not placed (no wording of it passes the checks): {}",
+                    one_line(&fact.text, 160)
+                );
             }
         }
         for s in &sentences {
@@ -403,6 +414,32 @@ impl<'a> Writer<'a> {
         }
         stated.sort_unstable();
         Ok((sentences, stated))
+    }
+
+    /// Whether, for each of `sentences`, the judge finds some passage states it (true when
+    /// the judge is off). Its calls are accounted with the writer's.
+    fn judged_by_a_passage(
+        &mut self,
+        sentences: &[String],
+        passages: &[&str],
+    ) -> Result<bool, ResearchError> {
+        let mut calls = Vec::new();
+        let mut all = true;
+        for s in sentences {
+            let mut stated = false;
+            for p in passages {
+                if self.judge.states(p, s, &mut calls)? {
+                    stated = true;
+                    break;
+                }
+            }
+            if !stated {
+                all = false;
+                break;
+            }
+        }
+        self.completions.extend(calls);
+        Ok(all)
     }
 
     /// [`Writer::settle`] for the summary, which restates what the body says: its sentences

@@ -323,6 +323,38 @@ fn a_sentence_that_turns_its_passage_around_is_refused_by_the_judge() {
 }
 
 #[test]
+fn a_finding_in_its_own_words_is_judged_too() {
+    // A learning that turned its passage around when it was learned: the model cannot write,
+    // so each finding would go into the report in its own words.
+    const TURNED: &str = "Japanese sencha is picked soon after steaming to keep it green.";
+    let mut f = fixture(&[("How is green tea brewed?", GREEN)]);
+    f.learnings[1].text = TURNED.to_string();
+    let llm = Script::new(|prompt| {
+        if prompt.contains(JUDGE) {
+            let p = if prompt.ends_with(TURNED) { 0.1 } else { 0.9 };
+            format!(r#"{{"probabilities":[{p},{}]}}"#, 1.0 - p)
+        } else if prompt.contains("\"heading\"") || prompt.contains("\"title\"") {
+            json_text("heading", "The brewing of the")
+        } else {
+            json_text("text", "} ] {\"text\": the tea (from: Notes 1")
+        }
+    });
+    let (report, _) = write_judged(&llm, &f, &[], Some(0.5));
+    assert!(!report.markdown.contains(TURNED), "{}", report.markdown);
+    for text in [GREEN[0], GREEN[2]] {
+        assert!(
+            report.markdown.contains(text),
+            "{text}\n{}",
+            report.markdown
+        );
+    }
+    assert!(llm.prompts_with(JUDGE).iter().any(|p| p.ends_with(TURNED)));
+    // Off, the learning is printed as it was learned.
+    let (report, _) = write_judged(&llm, &f, &[], None);
+    assert!(report.markdown.contains(TURNED), "{}", report.markdown);
+}
+
+#[test]
 fn a_model_without_probabilities_leaves_the_embedding_check_alone() {
     let f = fixture(&[("How is green tea brewed?", GREEN)]);
     // The judge's prompt is answered like any other: with text, not probabilities.

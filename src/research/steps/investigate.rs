@@ -90,7 +90,11 @@ impl Run<'_, '_> {
         let directives = self.s.directives.prompt_text();
         let (llm, embedder) = (self.r.llm, self.r.embedder);
         let (query, persona, date) = (&self.s.query, &self.s.persona, &self.s.date);
-        let support_judge = self.support_judge();
+        let support_judge = if self.r.settings.judge_learnings {
+            self.support_judge()
+        } else {
+            None
+        };
         crate::llm::map_concurrent(llm.parallelism(), opened, |_, node| {
             let ctx = node::NodeContext {
                 query,
