@@ -327,20 +327,10 @@ fn a_run_that_never_asks_still_logs_its_decisions() {
     );
 }
 
-/// The support judge at a node, with the real model: a judge no passage can satisfy (a
-/// threshold above 1) refuses every learning the model words itself, each after one forward
-/// pass, and the node falls back to quoting its passages, which the judge does not read.
-#[test]
-fn a_node_whose_judge_refuses_every_learning_quotes_its_passages() {
-    use rudder::research::node;
-    use rudder::sources::Evidence;
-
-    let models = common::store();
-    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
-    let llm = common::small_model();
-    let evidence: Vec<Evidence> = DOCS
-        .iter()
-        .map(|(name, text)| Evidence {
+/// The tea documents as the evidence one node reads.
+fn tea_evidence() -> Vec<rudder::sources::Evidence> {
+    DOCS.iter()
+        .map(|(name, text)| rudder::sources::Evidence {
             target: CitationTarget::Document {
                 path: format!("/corpus/{name}"),
                 chunk: 0,
@@ -352,18 +342,39 @@ fn a_node_whose_judge_refuses_every_learning_quotes_its_passages() {
             text: text.lines().skip(2).collect::<Vec<_>>().join(" "),
             score: 1.0,
         })
-        .collect();
-    let persona = Persona::default();
-    let ctx = node::NodeContext {
+        .collect()
+}
+
+/// A leaf node on the tea question, with the support judge at `support_judge`.
+fn tea_node(
+    persona: &Persona,
+    support_judge: Option<f32>,
+) -> rudder::research::node::NodeContext<'_> {
+    rudder::research::node::NodeContext {
         query: "How should I brew tea?",
         question: "How should I brew tea?",
-        persona: &persona,
+        persona,
         seen_tags: &[],
         directives: "",
         current_date: "2026-11-22",
         leaf: true,
-        support_judge: Some(1.01),
-    };
+        support_judge,
+    }
+}
+
+/// The support judge at a node, with the real model: a judge no passage can satisfy (a
+/// threshold above 1) refuses every learning the model words itself, each after one forward
+/// pass, and the node falls back to quoting its passages, which the judge does not read.
+#[test]
+fn a_node_whose_judge_refuses_every_learning_quotes_its_passages() {
+    use rudder::research::node;
+
+    let models = common::store();
+    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
+    let llm = common::small_model();
+    let evidence = tea_evidence();
+    let persona = Persona::default();
+    let ctx = tea_node(&persona, Some(1.01));
     let (findings, completions) = node::research(&llm, &embedder, &ctx, &evidence).unwrap();
     // The node's own calls come first (the retry continues the first), then one judge call,
     // the probabilities of a single forward pass, for each learning the embedding accepted.
@@ -395,37 +406,13 @@ fn a_node_whose_judge_refuses_every_learning_quotes_its_passages() {
 fn a_real_node_keeps_only_supported_findings() {
     use rudder::checks::{text::finding_form, SupportMatcher, SUPPORT_THRESHOLD};
     use rudder::research::node;
-    use rudder::sources::Evidence;
 
     let models = common::store();
     let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
     let llm = common::small_model();
-    let evidence: Vec<Evidence> = DOCS
-        .iter()
-        .map(|(name, text)| Evidence {
-            target: CitationTarget::Document {
-                path: format!("/corpus/{name}"),
-                chunk: 0,
-                page: None,
-                url: None,
-                name: None,
-            },
-            title: text.lines().next().unwrap().trim_start_matches("# ").into(),
-            text: text.lines().skip(2).collect::<Vec<_>>().join(" "),
-            score: 1.0,
-        })
-        .collect();
+    let evidence = tea_evidence();
     let persona = Persona::default();
-    let ctx = node::NodeContext {
-        query: "How should I brew tea?",
-        question: "How should I brew tea?",
-        persona: &persona,
-        seen_tags: &[],
-        directives: "",
-        current_date: "2026-11-22",
-        leaf: true,
-        support_judge: None,
-    };
+    let ctx = tea_node(&persona, None);
     let (findings, completions) = node::research(&llm, &embedder, &ctx, &evidence).unwrap();
     assert!(!completions.is_empty() && completions.len() <= 2);
     for c in &completions {

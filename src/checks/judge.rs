@@ -156,16 +156,23 @@ mod tests {
     use super::*;
     use crate::test_support::ScriptedLlm;
 
-    #[test]
-    fn each_pair_is_one_call_with_the_passage_before_the_sentence() {
-        let llm = ScriptedLlm::new(|prompt| {
+    const FLOOD: &str = "The flood of 1887 forced the mills to move.";
+
+    /// A model that finds the flood passage states the mills' move, not the reverse.
+    fn flood_judge() -> ScriptedLlm {
+        ScriptedLlm::new(|prompt| {
             if prompt.ends_with("The mills moved, which caused the flood.") {
                 r#"{"probabilities":[0.1,0.6]}"#.to_string()
             } else {
                 r#"{"probabilities":[0.6,0.2]}"#.to_string()
             }
-        });
-        let passage = "The flood of 1887 forced the mills to move.";
+        })
+    }
+
+    #[test]
+    fn each_pair_is_one_call_with_the_passage_before_the_sentence() {
+        let llm = flood_judge();
+        let passage = FLOOD;
         let (ps, usage) = judge_pairs(
             &llm,
             &[
@@ -196,14 +203,8 @@ mod tests {
 
     #[test]
     fn the_judge_refuses_below_its_threshold_and_steps_aside_when_it_cannot_answer() {
-        let llm = ScriptedLlm::new(|prompt| {
-            if prompt.ends_with("The mills moved, which caused the flood.") {
-                r#"{"probabilities":[0.1,0.6]}"#.to_string()
-            } else {
-                r#"{"probabilities":[0.6,0.2]}"#.to_string()
-            }
-        });
-        let passage = "The flood of 1887 forced the mills to move.";
+        let llm = flood_judge();
+        let passage = FLOOD;
         let mut calls = Vec::new();
         let judge = Judge::new(&llm, Some(0.5));
         assert!(judge

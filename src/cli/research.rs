@@ -51,11 +51,10 @@ pub struct ResearchArgs {
     /// [default: 1; 2 reads more distinct passages, but more of them off the question].
     #[arg(long, value_name = "N")]
     fresh_evidence_pool: Option<usize>,
-    /// Also judge each learning at its research node (the support judge at `--support-judge`),
-    /// asking the node again when one turns its passage around; the report judges what it
-    /// prints either way.
+    /// Leave the support judge to the report: do not also judge each learning at its research
+    /// node (the report judges every sentence it prints either way).
     #[arg(long)]
-    judge_learnings: bool,
+    no_judge_learnings: bool,
     /// λ_exp, the weight of the exploration bonus [default: from settings, 0.5].
     #[arg(long)]
     lambda_explore: Option<f32>,
@@ -122,7 +121,7 @@ impl ResearchArgs {
                 always_ask: self.always_ask.then_some(true),
                 support_judge: self.support_judge,
                 fresh_evidence_pool: self.fresh_evidence_pool,
-                judge_learnings: self.judge_learnings.then_some(true),
+                judge_learnings: self.no_judge_learnings.then_some(false),
             },
         }
     }

@@ -6,7 +6,7 @@
 //! A learning is kept only when it is a finding — one declarative sentence
 //! ([`checks::text::finding_form`]) that at least one passage it cites supports
 //! ([`checks::SupportMatcher`] at [`checks::SUPPORT_THRESHOLD`]) and, when the run judges
-//! learnings (`ResearchSettings::judge_learnings`), states the same way round ([`checks::judge`]: a learning that reverses a cause or swaps
+//! learnings (`ResearchSettings::judge_learnings`, the default), states the same way round ([`checks::judge`]: a learning that reverses a cause or swaps
 //! a number would otherwise reach the report as a finding). When some are refused, the
 //! model is asked once more for learnings only, told which were refused and why; what passes
 //! from both calls is kept. A learning resting only on the user's earlier chats is phrased as

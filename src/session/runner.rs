@@ -103,7 +103,8 @@ pub struct RunOverrides {
     /// `ResearchSettings::fresh_evidence_pool` (1 turns off the preference for passages no
     /// other node took). Not a saved default: a knob for measuring it.
     pub fresh_evidence_pool: Option<usize>,
-    /// `ResearchSettings::judge_learnings`. Not a saved default: a knob for measuring it.
+    /// `ResearchSettings::judge_learnings` (false leaves the judge to the report). Not a saved
+    /// default: a knob for measuring it.
     pub judge_learnings: Option<bool>,
 }
 
@@ -602,12 +603,12 @@ mod tests {
             ..RunOverrides::default()
         };
         assert_eq!(fresh.resolve(&saved).unwrap().fresh_evidence_pool, 2);
-        assert!(!s.judge_learnings, "learnings are judged only when asked");
-        let judged = RunOverrides {
-            judge_learnings: Some(true),
+        assert!(s.judge_learnings, "learnings are judged at their nodes");
+        let report_only = RunOverrides {
+            judge_learnings: Some(false),
             ..RunOverrides::default()
         };
-        assert!(judged.resolve(&saved).unwrap().judge_learnings);
+        assert!(!report_only.resolve(&saved).unwrap().judge_learnings);
         let bad = RunOverrides {
             depth: Some(9),
             c0: Some(1.5),
