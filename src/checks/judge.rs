@@ -157,11 +157,13 @@ mod tests {
     use crate::test_support::ScriptedLlm;
 
     const FLOOD: &str = "The flood of 1887 forced the mills to move.";
+    /// The flood passage's relation turned around.
+    const TURNED: &str = "The mills moved, which caused the flood.";
 
     /// A model that finds the flood passage states the mills' move, not the reverse.
     fn flood_judge() -> ScriptedLlm {
         ScriptedLlm::new(|prompt| {
-            if prompt.ends_with("The mills moved, which caused the flood.") {
+            if prompt.ends_with(TURNED) {
                 r#"{"probabilities":[0.1,0.6]}"#.to_string()
             } else {
                 r#"{"probabilities":[0.6,0.2]}"#.to_string()
@@ -177,7 +179,7 @@ mod tests {
             &llm,
             &[
                 (passage, "The 1887 flood made the mills move."),
-                (passage, "The mills moved, which caused the flood."),
+                (passage, TURNED),
             ],
         )
         .unwrap();
@@ -210,24 +212,12 @@ mod tests {
         assert!(judge
             .states(passage, "The 1887 flood made the mills move.", &mut calls)
             .unwrap());
-        assert!(!judge
-            .states(
-                passage,
-                "The mills moved, which caused the flood.",
-                &mut calls
-            )
-            .unwrap());
+        assert!(!judge.states(passage, TURNED, &mut calls).unwrap());
         assert_eq!(calls.len(), 2);
         // Off (None or 0): no call, everything passes.
         for off in [None, Some(0.0)] {
             let judge = Judge::new(&llm, off);
-            assert!(judge
-                .states(
-                    passage,
-                    "The mills moved, which caused the flood.",
-                    &mut calls
-                )
-                .unwrap());
+            assert!(judge.states(passage, TURNED, &mut calls).unwrap());
         }
         assert_eq!(calls.len(), 2);
         // A model without probabilities: the first call finds out, later ones are not made.
