@@ -19,12 +19,9 @@ use crate::research::{
     ChannelInteraction, Envelope, Event, PauseAnswer, Reply, Report, ResearchState,
 };
 use crate::session::export::export_session;
-use crate::session::runner::{
-    new_session_config, open_sources, NewSession, RunError, RunOverrides, Runtime, SessionRun,
-};
+use crate::session::runner::{NewSession, RunError, RunOverrides, RunPhase, Session};
 use crate::session::{
-    list_sessions, RunLock, SessionId, SessionInfo, SessionLog, SessionStatus, SessionStore,
-    SourceChoice,
+    list_sessions, RunLock, SessionId, SessionInfo, SessionStatus, SessionStore, SourceChoice,
 };
 use crate::sources::CitationTarget;
 
@@ -191,25 +188,23 @@ impl App {
     /// at once. Progress and questions arrive as events.
     pub fn research_start(&self, request: &ResearchRequest) -> AppResult<SessionId> {
         let settings = self.settings()?;
-        // The model is opened on the run's thread; the session records the one configured.
-        let config =
-            new_session_config(&settings, &request.to_new_session(), &settings.chat_model)?;
-        let log = SessionLog::create(self.store()?, &config)?;
-        let id = log.id;
+        // The model is opened on the run's thread; the session records the one that will run
+        // it (the server's when one is configured), as a session started from the CLI does.
+        let id = Session::new(&self.paths, &settings).create(&request.to_new_session())?;
         self.spawn_run(id)?;
         Ok(id)
     }
 
     /// Continues a session that stopped (crash, stop, closed window) from its last step.
     pub fn session_resume(&self, id: SessionId) -> AppResult<()> {
-        let store = self.store()?;
-        let info = store.info(id)?;
-        if info.status == SessionStatus::Finished {
-            return Err(AppError::Invalid(format!(
+        let settings = self.settings()?;
+        match Session::new(&self.paths, &settings).resumable(id) {
+            Err(RunError::Finished(_)) => Err(AppError::Invalid(format!(
                 "session {id} has already finished; its report is ready"
-            )));
+            ))),
+            Err(e) => Err(e.into()),
+            Ok(_) => self.spawn_run(id),
         }
-        self.spawn_run(id)
     }
 
     fn spawn_run(&self, id: SessionId) -> AppResult<()> {
@@ -430,11 +425,6 @@ impl RunJob {
         let id = self.id;
         self.state("running", "loading the models");
         let settings = Settings::load(&self.paths)?;
-        let config =
-            SessionLog::new(SessionStore::open(&self.paths.sessions_db())?, id).config()?;
-        let runtime =
-            Runtime::for_session(&self.paths, &settings, &config, None, self.embedder.clone())?;
-        let sources = open_sources(&self.paths, &settings, &config.sources)?;
         let notifier = self.notifier.clone();
         let mut sink = move |e: &Envelope| {
             notifier.research_event(id, e);
@@ -461,16 +451,14 @@ impl RunJob {
                 });
             }
         };
-        let outcome = SessionRun {
-            paths: &self.paths,
-            id,
-            runtime: &runtime,
-            sources,
-            stop: Some(self.stop.clone()),
-        }
-        .execute(&mut interaction, &mut sink, &mut |phase| {
-            self.state("running", phase.describe())
-        })?;
+        let outcome = Session::new(&self.paths, &settings)
+            .with_embedder(self.embedder.clone())
+            .with_stop(self.stop.clone())
+            .resume(id, &mut interaction, &mut sink, &mut |phase| {
+                if !matches!(phase, RunPhase::Opened { .. }) {
+                    self.state("running", phase.describe())
+                }
+            })?;
         Ok(outcome.report.title)
     }
 }

@@ -46,6 +46,11 @@ impl Live {
         }
     }
 
+    /// Where the session's `todo.md` lives, once the session is stored.
+    pub fn set_todo_path(&mut self, path: PathBuf) {
+        self.todo_path = path;
+    }
+
     fn line(&self, text: String) {
         if self.quiet {
             return;
@@ -227,7 +232,7 @@ impl Live {
             }
             _ => {}
         }
-        if self.state.todo.version != self.todo_version {
+        if self.state.todo.version != self.todo_version && !self.todo_path.as_os_str().is_empty() {
             self.todo_version = self.state.todo.version;
             // todo.md follows the plan; a write error only loses the live copy.
             let _ = std::fs::write(

@@ -3,18 +3,23 @@
 //! ending in a cited report. Flags are overrides of the saved settings; the session runner
 //! (`rudder::session::runner`) does the rest, as it does for the desktop app.
 
+use std::cell::{Cell, RefCell};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::Args;
-use rudder::research::{Envelope, Interaction, NeverAsk, Scripted, TaskStatus, Terminal};
-use rudder::session::runner::{
-    new_session_config, open_sources, session_dir, NewSession, OpenedSources, RunOverrides,
-    Runtime, SessionRun,
+use rudder::embed::FastEmbedder;
+use rudder::research::{
+    Envelope, EventSink, Interaction, NeverAsk, Outcome, Scripted, TaskStatus, Terminal,
 };
-use rudder::session::{SessionId, SessionLog, SessionStore, SourceChoice};
+use rudder::session::runner::{
+    new_session_config, open_embedder, session_dir, NewSession, RunError, RunOverrides, RunPhase,
+    Session,
+};
+use rudder::session::{SessionId, SourceChoice};
 
 use super::live::Live;
 use super::progress::CountProgress;
@@ -129,46 +134,36 @@ impl ResearchArgs {
 
 pub fn run(ctx: &Ctx, args: ResearchArgs) -> anyhow::Result<ExitCode> {
     let request = args.to_new_session();
-    let runtime = Runtime::open(&ctx.paths, &ctx.settings, ctx.model.as_deref(), None)?;
-    // Settings are checked before anything is added or stored.
-    let config = new_session_config(&ctx.settings, &request, runtime.model_name())?;
+    let mut session = Session::new(&ctx.paths, &ctx.settings).with_model(ctx.model.clone());
     if !args.docs.is_empty() {
-        add_docs(ctx, &runtime, &args.docs)?;
+        // Settings are checked before anything is added.
+        new_session_config(&ctx.settings, &request, session.chat_model())?;
+        let store = rudder::models::ModelStore::open(&ctx.paths)?;
+        let embedder = Arc::new(open_embedder(&store, &ctx.settings)?);
+        add_docs(ctx, &embedder, &args.docs)?;
+        session = session.with_embedder(Some(embedder));
     }
-    let sources = open_sources(&ctx.paths, &ctx.settings, &config.sources)?;
-    if sources.sources.is_empty() && sources.history.is_none() {
-        bail!(
-            "nothing to research over: add documents (`rudder docs add DIR` or \
-             `rudder corpus fetch`), import history (`rudder import PATH`), or enable web search"
-        );
-    }
-    let store = SessionStore::open(&ctx.paths.sessions_db())?;
-    let id = SessionLog::create(store, &config)?.id;
-    eprintln!(
-        "session {id} — steer it from another terminal with `rudder steer {id} \"message\"`; \
-         if it stops, `rudder sessions resume {id}` goes on"
-    );
     let interaction = interaction(args.answers.as_deref(), args.never_ask)?;
+    let output = Output {
+        out: args.out,
+        events: args.events,
+    };
     drive(
         ctx,
-        id,
-        &runtime,
-        sources,
+        &[],
         interaction,
-        &Output {
-            out: args.out,
-            events: args.events,
-        },
+        &output,
+        |interaction, sink, phase| session.start(&request, interaction, sink, phase),
     )
 }
 
 /// Adds folders or files to the document library, with a line per folder.
-fn add_docs(ctx: &Ctx, runtime: &Runtime, dirs: &[PathBuf]) -> anyhow::Result<()> {
+fn add_docs(ctx: &Ctx, embedder: &FastEmbedder, dirs: &[PathBuf]) -> anyhow::Result<()> {
     let mut docs = rudder::sources::docs::DocsSource::open(&ctx.paths.docs_dir())?;
     for dir in dirs {
         let report = docs.library_mut().add(
             dir,
-            Some((runtime.embedder.as_ref(), runtime.embed_model.as_str())),
+            Some((embedder, ctx.settings.embed_model.as_str())),
             &CountProgress::default(),
         )?;
         eprintln!(
@@ -206,14 +201,18 @@ pub fn interaction(
     })
 }
 
-/// Runs (or resumes) a stored session to its report, live in the terminal.
+/// Runs (or resumes) a session to its report, live in the terminal. `committed` is what the
+/// session logged before (empty for a new one).
 pub fn drive(
     ctx: &Ctx,
-    id: SessionId,
-    runtime: &Runtime,
-    sources: OpenedSources,
+    committed: &[Envelope],
     mut interaction: Box<dyn Interaction>,
     output: &Output,
+    run: impl FnOnce(
+        &mut dyn Interaction,
+        &mut dyn EventSink,
+        &mut dyn FnMut(RunPhase),
+    ) -> Result<(SessionId, Outcome), RunError>,
 ) -> anyhow::Result<ExitCode> {
     let mut event_log = match &output.events {
         Some(path) => Some(std::io::BufWriter::new(
@@ -225,10 +224,9 @@ pub fn drive(
         )),
         None => None,
     };
-    let committed = SessionStore::open(&ctx.paths.sessions_db())?.events(id)?;
-    let todo_path = session_dir(&ctx.paths, id).join("todo.md");
-    let mut live = Live::new(ctx.json, todo_path.clone(), &committed);
-    let bar = live.bar.clone();
+    let live = RefCell::new(Live::new(ctx.json, PathBuf::new(), committed));
+    let bar = live.borrow().bar.clone();
+    let stored = Cell::new(None);
     let mut sink = |e: &Envelope| {
         if let Some(w) = event_log.as_mut() {
             if let Ok(line) = serde_json::to_string(e) {
@@ -236,25 +234,47 @@ pub fn drive(
                 let _ = writeln!(w, "{line}").and_then(|_| w.flush());
             }
         }
-        live.show(e);
+        live.borrow_mut().show(e);
     };
-    let outcome = SessionRun {
-        paths: &ctx.paths,
-        id,
-        runtime,
-        sources,
-        stop: None,
-    }
-    .execute(interaction.as_mut(), &mut sink, &mut |phase| {
-        bar.set_message(phase.describe())
-    })
-    .with_context(|| {
-        format!("research session {id} stopped; `rudder sessions resume {id}` continues it")
+    let mut phase = |phase: RunPhase| match phase {
+        RunPhase::Opened { id, events } => {
+            stored.set(Some(id));
+            live.borrow_mut()
+                .set_todo_path(session_dir(&ctx.paths, id).join("todo.md"));
+            if events == 0 {
+                eprintln!(
+                    "session {id} — steer it from another terminal with `rudder steer {id} \
+                     \"message\"`; if it stops, `rudder sessions resume {id}` goes on"
+                );
+            } else {
+                eprintln!(
+                    "resuming session {id} after {events} events (steer it with `rudder steer \
+                     {id} \"message\"`)"
+                );
+            }
+        }
+        other => bar.set_message(other.describe()),
+    };
+    let result = run(interaction.as_mut(), &mut sink, &mut phase);
+    let (id, outcome) = result.map_err(|e| match (e, stored.get()) {
+        (e @ RunError::Finished(id), _) => {
+            anyhow::anyhow!("{e}; `rudder sessions export {id} DIR` writes its report")
+        }
+        (e @ RunError::NothingToResearch, _) => anyhow::anyhow!(
+            "{e}: add documents (`rudder docs add DIR` or `rudder corpus fetch`), import \
+             history (`rudder import PATH`), or enable web search"
+        ),
+        (e, Some(id)) => anyhow::Error::new(e).context(format!(
+            "research session {id} stopped; `rudder sessions resume {id}` continues it"
+        )),
+        (e, None) => anyhow::Error::new(e),
     })?;
+    let live = live.into_inner();
     live.bar.finish_and_clear();
     if let Some(mut w) = event_log {
         w.flush()?;
     }
+    let todo_path = session_dir(&ctx.paths, id).join("todo.md");
     let report = &outcome.report;
     match &output.out {
         Some(path) => {

@@ -5,12 +5,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use rudder::research::ResearchState;
 use rudder::session::export::export_session;
-use rudder::session::runner::{open_sources, Runtime};
-use rudder::session::{list_sessions, RunLock, SessionLog, SessionStatus, SessionStore};
+use rudder::session::runner::Session;
+use rudder::session::{list_sessions, RunLock, SessionStatus, SessionStore};
 
 use super::research::{self, Output};
 use super::{one_line, Ctx};
@@ -165,52 +164,21 @@ fn show(ctx: &Ctx, id: i64) -> anyhow::Result<ExitCode> {
 }
 
 fn resume(ctx: &Ctx, args: ResumeArgs) -> anyhow::Result<ExitCode> {
-    let store = open_store(ctx)?;
-    let info = store.info(args.id)?;
-    if info.status == SessionStatus::Finished {
-        bail!(
-            "session {} has already finished; `rudder sessions export {} DIR` writes its report",
-            args.id,
-            args.id
-        );
-    }
-    let config = SessionLog::new(store, args.id).config()?;
-    // The model it started with, unless --model picks another.
-    let runtime = Runtime::for_session(
-        &ctx.paths,
-        &ctx.settings,
-        &config,
-        ctx.model.as_deref(),
-        None,
-    )
-    .with_context(|| {
-        format!(
-            "session {} was started with model `{}`",
-            args.id, config.model
-        )
-    })?;
-    let sources = open_sources(&ctx.paths, &ctx.settings, &config.sources)?;
-    if sources.sources.is_empty() && sources.history.is_none() {
-        bail!(
-            "session {}: none of its sources is available any more",
-            args.id
-        );
-    }
-    eprintln!(
-        "resuming session {} after {} events (steer it with `rudder steer {} \"message\"`)",
-        args.id, info.events, args.id
-    );
+    let id = args.id;
+    // What the session logged so far, for the live view to start from.
+    let committed = open_store(ctx)?.events(id)?;
     let interaction = research::interaction(args.answers.as_deref(), args.never_ask)?;
+    // The model it started with, unless --model picks another.
+    let session = Session::new(&ctx.paths, &ctx.settings).with_model(ctx.model.clone());
     research::drive(
         ctx,
-        args.id,
-        &runtime,
-        sources,
+        &committed,
         interaction,
         &Output {
             out: args.out,
             events: args.events,
         },
+        |interaction, sink, phase| Ok((id, session.resume(id, interaction, sink, phase)?)),
     )
 }
 

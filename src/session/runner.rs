@@ -1,17 +1,19 @@
-//! The one way a research session runs, shared by the CLI, the desktop app and the
-//! evaluation:
+//! The one way a research session runs: [`Session::start`] and [`Session::resume`], called
+//! alike by the CLI, the desktop app and the bench. Each owns the whole sequence:
 //!
 //! 1. [`new_session_config`] resolves a run's settings from `settings.toml` plus the caller's
-//!    explicit [`RunOverrides`], validated once ([`validate_research`]);
-//! 2. [`Runtime::open`] opens the chat model and the embedder;
-//! 3. [`open_sources`] opens the document library, the history and (only when the user
+//!    explicit [`RunOverrides`], validated once ([`validate_research`]), and records the model
+//!    that runs it ([`Session::chat_model`]);
+//! 2. [`Runtime::open`] opens that chat model (or the configured server) and the embedder;
+//! 3. `open_sources` opens the document library, the history and (only when the user
 //!    switched it on) the web;
-//! 4. [`SessionRun::execute`] prepares the brief with the query-aware profile, takes the
+//! 4. `SessionRun::execute` prepares the brief with the query-aware profile, takes the
 //!    session's lock, runs or resumes the loop, and writes `report.md`, `report.html` and
 //!    `todo.md` next to the session.
 //!
-//! The faces keep only what is theirs: the CLI parses flags and renders the terminal, the app
-//! keeps its threads, channels and notifier.
+//! The faces keep only what is theirs: the CLI parses flags, renders the terminal and words
+//! its remedies as commands; the app keeps its threads, channels and notifier. The evaluation
+//! runs the same loop without a stored session ([`run_in_memory`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,7 +22,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::{RunLock, SessionConfig, SessionError, SessionId, SessionLog, SessionStatus};
-use super::{SessionStore, SourceChoice};
+use super::{SessionInfo, SessionStore, SourceChoice};
 use crate::config::{Paths, ResearchDefaults, Settings};
 use crate::embed::{Embedder, FastEmbedder};
 use crate::history::History;
@@ -62,6 +64,22 @@ pub enum RunError {
     Session(#[from] SessionError),
     #[error(transparent)]
     Research(#[from] ResearchError),
+    /// A new session would have nothing to search.
+    #[error("nothing to research over: no documents, no imported history, and web search is off")]
+    NothingToResearch,
+    /// None of the sources a stored session chose has anything in it any more.
+    #[error("session {0}: none of its sources is available any more")]
+    SourcesGone(SessionId),
+    #[error("session {0} has already finished")]
+    Finished(SessionId),
+    /// The model a stored session was started with cannot be opened.
+    #[error("session {id} was started with model `{model}`: {source}")]
+    SessionModel {
+        id: SessionId,
+        model: String,
+        #[source]
+        source: Box<RunError>,
+    },
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -275,7 +293,7 @@ impl Runtime {
 
     /// Opens the runtime a stored session was started with: its model (unless `model` picks
     /// another), or the OpenAI-compatible server when that is what ran it.
-    pub fn for_session(
+    fn for_session(
         paths: &Paths,
         settings: &Settings,
         config: &SessionConfig,
@@ -320,14 +338,20 @@ pub fn open_embedder(store: &ModelStore, settings: &Settings) -> Result<FastEmbe
 
 /// A session's sources: the searched ones, and — apart, because a new run first builds the
 /// profile from it — the history when it has sessions.
-pub struct OpenedSources {
-    pub sources: Sources,
-    pub history: Option<History>,
+struct OpenedSources {
+    sources: Sources,
+    history: Option<History>,
+}
+
+impl OpenedSources {
+    fn is_empty(&self) -> bool {
+        self.sources.is_empty() && self.history.is_none()
+    }
 }
 
 /// Opens the sources `choice` names that have something in them, and the web when the user
 /// switched it on.
-pub fn open_sources(
+fn open_sources(
     paths: &Paths,
     settings: &Settings,
     choice: &SourceChoice,
@@ -352,24 +376,6 @@ pub fn open_sources(
         sources.push(Box::new(web));
     }
     Ok(OpenedSources { sources, history })
-}
-
-/// Where a run is, for a face to show.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunPhase {
-    /// Building the query-aware profile from history (a new session only).
-    BuildingProfile,
-    /// The loop runs.
-    Researching,
-}
-
-impl RunPhase {
-    pub fn describe(self) -> &'static str {
-        match self {
-            RunPhase::BuildingProfile => "building your profile for this question from history",
-            RunPhase::Researching => "researching",
-        }
-    }
 }
 
 /// Builds the query-aware profile from `history` into `brief` (once: a brief that has one
@@ -407,20 +413,20 @@ fn said_profile(
 }
 
 /// One stored session driven to its report by this process.
-pub struct SessionRun<'a> {
-    pub paths: &'a Paths,
-    pub id: SessionId,
-    pub runtime: &'a Runtime,
-    pub sources: OpenedSources,
+struct SessionRun<'a> {
+    paths: &'a Paths,
+    id: SessionId,
+    runtime: &'a Runtime,
+    sources: OpenedSources,
     /// Set by another thread to stop at the next step boundary (resumable).
-    pub stop: Option<Arc<AtomicBool>>,
+    stop: Option<Arc<AtomicBool>>,
 }
 
 impl SessionRun<'_> {
     /// Runs or resumes the session: builds the profile for a new one (stored with it, so a
     /// resumed run does not rebuild it), takes the lock, runs the loop, and writes its files.
     /// On an error the session is marked interrupted, ready to resume.
-    pub fn execute(
+    fn execute(
         self,
         interaction: &mut dyn Interaction,
         events: &mut dyn EventSink,
@@ -490,6 +496,199 @@ impl SessionRun<'_> {
         let _ = store.set_title(id, &outcome.report.title);
         write_session_files(self.paths, id, &config.brief.query, &outcome)?;
         Ok(outcome)
+    }
+}
+
+/// Where a run is, for a face to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunPhase {
+    /// The session is stored and its models and sources are open; `events` is how much of
+    /// it earlier runs already logged (0 for a new session).
+    Opened { id: SessionId, events: u64 },
+    /// Building the query-aware profile from history (a new session only).
+    BuildingProfile,
+    /// The loop runs.
+    Researching,
+}
+
+impl RunPhase {
+    pub fn describe(self) -> &'static str {
+        match self {
+            RunPhase::Opened { .. } => "models and sources are open",
+            RunPhase::BuildingProfile => "building your profile for this question from history",
+            RunPhase::Researching => "researching",
+        }
+    }
+}
+
+/// The one way a research session starts or resumes, whichever face asks: the CLI, the
+/// window and the bench supply only how to reach the person (an [`Interaction`]), where the
+/// events go (an [`EventSink`]) and what to show of the phases.
+///
+/// Both paths resolve the model the same way ([`Session::chat_model`]): the one the caller
+/// picked, else the OpenAI-compatible server when one is configured, else the configured
+/// local model. A session records that model, and a resumed session runs with it again.
+pub struct Session {
+    paths: Paths,
+    settings: Settings,
+    model: Option<String>,
+    embedder: Option<Arc<FastEmbedder>>,
+    runtime: Option<Runtime>,
+    stop: Option<Arc<AtomicBool>>,
+}
+
+impl Session {
+    /// Sessions over this data directory, with these (saved) settings.
+    pub fn new(paths: &Paths, settings: &Settings) -> Self {
+        Self {
+            paths: paths.clone(),
+            settings: settings.clone(),
+            model: None,
+            embedder: None,
+            runtime: None,
+            stop: None,
+        }
+    }
+
+    /// Runs with this chat model instead of the configured one (the CLI's `--model`).
+    pub fn with_model(mut self, model: Option<String>) -> Self {
+        self.model = model;
+        self
+    }
+
+    /// Uses an embedder the caller already holds loaded.
+    pub fn with_embedder(mut self, embedder: Option<Arc<FastEmbedder>>) -> Self {
+        self.embedder = embedder;
+        self
+    }
+
+    /// Uses models the caller already opened (the bench times loading them apart).
+    pub fn with_runtime(mut self, runtime: Runtime) -> Self {
+        self.runtime = Some(runtime);
+        self
+    }
+
+    /// Stops the run at its next step boundary once another thread sets this (resumable).
+    pub fn with_stop(mut self, stop: Arc<AtomicBool>) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+
+    /// The chat model a new session is recorded with and runs on.
+    pub fn chat_model(&self) -> &str {
+        if let Some(runtime) = &self.runtime {
+            return runtime.model_name();
+        }
+        match (&self.model, &self.settings.openai) {
+            (Some(model), _) => model,
+            (None, Some(server)) => &server.model,
+            (None, None) => &self.settings.chat_model,
+        }
+    }
+
+    /// Validates and stores a new session without running it (the window returns its id at
+    /// once and runs it on a thread with [`Session::resume`]).
+    pub fn create(&self, request: &NewSession) -> Result<SessionId, RunError> {
+        let config = new_session_config(&self.settings, request, self.chat_model())?;
+        let store = SessionStore::open(&self.paths.sessions_db())?;
+        Ok(SessionLog::create(store, &config)?.id)
+    }
+
+    /// Starts a new session and runs it to its report. The models and sources are opened
+    /// before anything is stored, so a missing model or an empty library leaves no session
+    /// behind.
+    pub fn start(
+        self,
+        request: &NewSession,
+        interaction: &mut dyn Interaction,
+        events: &mut dyn EventSink,
+        phase: &mut dyn FnMut(RunPhase),
+    ) -> Result<(SessionId, Outcome), RunError> {
+        let config = new_session_config(&self.settings, request, self.chat_model())?;
+        let runtime = match &self.runtime {
+            Some(_) => None,
+            None => Some(Runtime::open(
+                &self.paths,
+                &self.settings,
+                self.model.as_deref(),
+                self.embedder.clone(),
+            )?),
+        };
+        let sources = open_sources(&self.paths, &self.settings, &config.sources)?;
+        if sources.is_empty() {
+            return Err(RunError::NothingToResearch);
+        }
+        let store = SessionStore::open(&self.paths.sessions_db())?;
+        let id = SessionLog::create(store, &config)?.id;
+        phase(RunPhase::Opened { id, events: 0 });
+        let runtime = self.runtime.as_ref().or(runtime.as_ref()).expect("opened");
+        let outcome = SessionRun {
+            paths: &self.paths,
+            id,
+            runtime,
+            sources,
+            stop: self.stop.clone(),
+        }
+        .execute(interaction, events, phase)?;
+        Ok((id, outcome))
+    }
+
+    /// The stored session `id`, unless it cannot be resumed (it has finished).
+    pub fn resumable(&self, id: SessionId) -> Result<SessionInfo, RunError> {
+        let info = SessionStore::open(&self.paths.sessions_db())?.info(id)?;
+        if info.status == SessionStatus::Finished {
+            return Err(RunError::Finished(id));
+        }
+        Ok(info)
+    }
+
+    /// Goes on with a stored session from its last committed step, with the model it was
+    /// started with (unless [`Session::with_model`] picks another) and the sources it chose.
+    pub fn resume(
+        self,
+        id: SessionId,
+        interaction: &mut dyn Interaction,
+        events: &mut dyn EventSink,
+        phase: &mut dyn FnMut(RunPhase),
+    ) -> Result<Outcome, RunError> {
+        let info = self.resumable(id)?;
+        let store = SessionStore::open(&self.paths.sessions_db())?;
+        let config = SessionLog::new(store, id).config()?;
+        let opened;
+        let runtime = match &self.runtime {
+            Some(runtime) => runtime,
+            None => {
+                opened = Runtime::for_session(
+                    &self.paths,
+                    &self.settings,
+                    &config,
+                    self.model.as_deref(),
+                    self.embedder.clone(),
+                )
+                .map_err(|source| RunError::SessionModel {
+                    id,
+                    model: config.model.clone(),
+                    source: Box::new(source),
+                })?;
+                &opened
+            }
+        };
+        let sources = open_sources(&self.paths, &self.settings, &config.sources)?;
+        if sources.is_empty() {
+            return Err(RunError::SourcesGone(id));
+        }
+        phase(RunPhase::Opened {
+            id,
+            events: info.events,
+        });
+        SessionRun {
+            paths: &self.paths,
+            id,
+            runtime,
+            sources,
+            stop: self.stop.clone(),
+        }
+        .execute(interaction, events, phase)
     }
 }
 

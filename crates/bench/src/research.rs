@@ -23,10 +23,9 @@ use rudder::llm::Usage;
 use rudder::models::ModelStore;
 use rudder::research::{Envelope, Event, NeverAsk};
 use rudder::session::runner::{
-    new_session_config, open_embedder, open_sources, session_dir, NewSession, RunOverrides,
-    Runtime, SessionRun,
+    open_embedder, session_dir, NewSession, RunError, RunOverrides, Runtime, Session,
 };
-use rudder::session::{SessionLog, SessionStore, SourceChoice};
+use rudder::session::{SessionStore, SourceChoice};
 
 use crate::parallel::{ratio, Hardware};
 use crate::peak_rss_bytes;
@@ -366,6 +365,8 @@ pub fn run_research(
     let embedder = Arc::new(open_embedder(&store, &base)?);
     let runtime = Runtime::open(paths, &settings, model, Some(embedder))?;
     let load_seconds = started.elapsed().as_secs_f64();
+    let model_name = runtime.model_name().to_string();
+    let parallel = runtime.llm.parallelism();
     eprintln!(
         "[{label}] {} loaded in {load_seconds:.1} s: {} sequences, {} threads, {} prompt threads",
         runtime.model_name(),
@@ -390,17 +391,6 @@ pub fn run_research(
             ..RunOverrides::default()
         },
     };
-    let config = new_session_config(&settings, &new, runtime.model_name())?;
-    let sources = open_sources(paths, &settings, &config.sources)?;
-    if sources.sources.is_empty() {
-        anyhow::bail!(
-            "no documents to research over: install the offline Wikipedia corpus with \
-             `{CORPUS_COMMAND}`"
-        );
-    }
-    let store = SessionStore::open(&paths.sessions_db())?;
-    let id = SessionLog::create(store, &config)?.id;
-
     let tick = Mutex::new(Tick::default());
     let done = AtomicBool::new(false);
     let research_start = Instant::now();
@@ -449,17 +439,21 @@ pub fn run_research(
             }
         }
         let _done = Done(&done);
-        SessionRun {
-            paths,
-            id,
-            runtime: &runtime,
-            sources,
-            stop: None,
-        }
-        .execute(&mut NeverAsk, &mut sink, &mut |_| {})
+        Session::new(paths, &settings).with_runtime(runtime).start(
+            &new,
+            &mut NeverAsk,
+            &mut sink,
+            &mut |_| {},
+        )
     });
     let wall_seconds = research_start.elapsed().as_secs_f64();
-    let outcome = result.with_context(|| format!("the {label} research run (session {id})"))?;
+    let (id, outcome) = match result {
+        Err(RunError::NothingToResearch) => anyhow::bail!(
+            "no documents to research over: install the offline Wikipedia corpus with \
+             `{CORPUS_COMMAND}`"
+        ),
+        other => other.with_context(|| format!("the {label} research run"))?,
+    };
 
     let kept_session = if keep_session {
         Some(id)
@@ -473,8 +467,8 @@ pub fn run_research(
     };
     Ok(ResearchRun {
         mode,
-        model: runtime.model_name().to_string(),
-        parallel: runtime.llm.parallelism(),
+        model: model_name,
+        parallel,
         threads: settings.llama.effective_threads(),
         threads_batch: settings.llama.effective_threads_batch(),
         load_seconds,
