@@ -4,7 +4,7 @@
 //! replies, steer it, stop and resume it, read the report and open a cited source, export,
 //! and forget.
 
-mod common;
+use rudder_testkit as common;
 
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};

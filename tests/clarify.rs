@@ -3,7 +3,7 @@
 //! attempt, replies parse, and the summary comes back. `clarify_real.rs` runs the same steps
 //! with SmolLM2 and all-MiniLM-L6-v2.
 
-mod common;
+use rudder_testkit as common;
 
 use std::sync::Mutex;
 

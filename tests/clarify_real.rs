@@ -2,7 +2,7 @@
 //! embedder (all-MiniLM-L6-v2): questions with options, a second question that is not a
 //! repeat, a summary, and the measurements behind the relevance threshold.
 
-mod common;
+use rudder_testkit as common;
 
 use rudder::clarify::{
     self, ClarifyAnswer, ClarifyContext, ClarifyQuestion, ClarifySettings, ClarifyTurn,

@@ -1,6 +1,6 @@
 //! The `rudder` binary end to end, with the real models.
 
-mod common;
+use rudder_testkit as common;
 
 use std::process::{Command, Output};
 

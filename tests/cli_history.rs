@@ -1,6 +1,6 @@
 //! `rudder import` and `rudder history …` end to end through the binary.
 
-mod common;
+use rudder_testkit as common;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -2,7 +2,7 @@
 //! runs, `rudder steer` from another process steers it, SIGKILL stops it mid-step, and
 //! `rudder sessions resume` finishes it with the steering applied exactly once.
 
-mod common;
+use rudder_testkit as common;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -2,9 +2,8 @@
 //! page numbers into citations, incremental re-adds, per-file failures that name the file,
 //! hybrid search with the real embedding model, the Wikipedia-format corpus, and the CLI.
 
-mod common;
-#[path = "common/fixtures_gen.rs"]
-mod fixtures_gen;
+use rudder_testkit as common;
+use rudder_testkit::fixtures_gen;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -1,6 +1,6 @@
 //! Embeddings with the real all-MiniLM-L6-v2 model and the real ONNX Runtime.
 
-mod common;
+use rudder_testkit as common;
 
 use std::sync::OnceLock;
 

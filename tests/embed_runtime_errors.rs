@@ -1,7 +1,7 @@
 //! A missing or wrong ONNX Runtime library is an error that names the file, never a panic.
 //! (Own test binary: ONNX Runtime is bound once per process.)
 
-mod common;
+use rudder_testkit as common;
 
 use rudder::embed::{EmbedError, FastEmbedder};
 

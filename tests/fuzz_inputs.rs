@@ -15,8 +15,7 @@
 //!
 //! The regression tests for what the fuzzer found are at the end of the file.
 
-#[path = "common/fixtures_gen.rs"]
-mod fixtures_gen;
+use rudder_testkit::fixtures_gen;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! hostile zips, search with filters, hybrid search with the real embedding model, forgetting
 //! that leaves nothing on disk, and index rebuilds.
 
-mod common;
+use rudder_testkit as common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! The llama.cpp backend with the real SmolLM2-135M GGUF.
 
-mod common;
+use rudder_testkit as common;
 
 use std::sync::OnceLock;
 

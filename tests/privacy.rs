@@ -7,9 +7,8 @@
 //! empty afterwards as before. `models fetch` is the one command allowed to download, and is
 //! not run here. The desktop window gets the same check in `scripts/e2e.sh`.
 
-mod common;
-#[path = "common/strace.rs"]
-mod strace;
+use rudder_testkit as common;
+use rudder_testkit::strace;
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};

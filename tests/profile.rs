@@ -4,7 +4,7 @@
 //! sources switched off) applied to every later profile; and the measurements behind the
 //! generic-phrase threshold.
 
-mod common;
+use rudder_testkit as common;
 
 use rudder::embed::{Embedder, FastEmbedder};
 use rudder::history::{ForgetSelector, History, ImportOptions, NoProgress};

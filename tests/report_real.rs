@@ -2,7 +2,7 @@
 //! this small, with little to say, leaves nothing that looks broken — no debris, no sentence
 //! said twice — and the thresholds of the assembly hold on real embeddings.
 
-mod common;
+use rudder_testkit as common;
 
 use std::collections::BTreeMap;
 

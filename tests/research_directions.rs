@@ -11,7 +11,7 @@
 //! Each test prints the sweep (`--nocapture`), the best threshold by F1 and the precision and
 //! recall at the shipped constant, and fails when those drop.
 
-mod common;
+use rudder_testkit as common;
 
 use rudder::embed::{cosine, Embedder, FastEmbedder};
 use rudder::research::{node, reflect};

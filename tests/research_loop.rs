@@ -2,17 +2,15 @@
 //! pause, that raising C0 never adds pauses, that every decision carries its numbers, and that
 //! every citation in the report resolves.
 
-mod research {
-    pub mod scripted;
-}
+use rudder_testkit::scripted;
 
-use research::scripted::{BagOfWords, MemorySource, ScriptedLlm};
 use rudder::research::events::Collect;
 use rudder::research::{
     Brief, Event, Interaction, NeverAsk, Origin, Outcome, PauseAnswer, ResearchSettings,
     Researcher, Scripted,
 };
 use rudder::sources::Sources;
+use scripted::{BagOfWords, MemorySource, ScriptedLlm};
 
 fn run(
     llm: &ScriptedLlm,

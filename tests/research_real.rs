@@ -3,7 +3,7 @@
 //! every citation resolves to an indexed chunk, and each model-driven step (checklist, persona
 //! update, pause question, alignment, MMR) works with real models.
 
-mod common;
+use rudder_testkit as common;
 
 use rudder::embed::{Embedder, FastEmbedder};
 use rudder::history::NoProgress;

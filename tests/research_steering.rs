@@ -5,15 +5,12 @@
 //! knowledge gaps into tasks; and a run killed with SIGKILL at any point resumes to the same
 //! tree and report structure.
 
-mod research {
-    pub mod scripted;
-}
+use rudder_testkit::scripted;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use research::scripted::{stable_number, BagOfWords, MemorySource, ScriptedLlm};
 use rudder::clarify::ClarifyAnswer;
 use rudder::research::events::{Collect, Envelope};
 use rudder::research::interaction::ScriptedClarification;
@@ -24,6 +21,7 @@ use rudder::research::{
 };
 use rudder::session::{SessionConfig, SessionLog, SessionStatus, SessionStore};
 use rudder::sources::Sources;
+use scripted::{stable_number, BagOfWords, MemorySource, ScriptedLlm};
 use serde_json::json;
 
 fn settings(depth: u32, breadth: u32) -> ResearchSettings {

@@ -8,14 +8,11 @@
 //! Both are committed. When a type or the loop changes, these tests fail, naming the file, until
 //! the files are regenerated with `RUDDER_UPDATE_UI_TYPES=1 cargo test --test ui_contract`.
 
-mod research {
-    pub mod scripted;
-}
+use rudder_testkit::scripted;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use research::scripted::{BagOfWords, MemorySource, ScriptedLlm};
 use rudder::clarify::ClarifyAnswer;
 use rudder::research::events::Envelope;
 use rudder::research::interaction::ScriptedClarification;
@@ -23,6 +20,7 @@ use rudder::research::{
     Brief, Event, MemoryJournal, PauseAnswer, ResearchSettings, Researcher, Scripted,
 };
 use rudder::sources::Sources;
+use scripted::{BagOfWords, MemorySource, ScriptedLlm};
 use serde_json::json;
 use ts_rs::{Config, TS};
 

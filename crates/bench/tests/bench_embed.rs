@@ -1,8 +1,7 @@
 //! The embedding benchmark with the real all-MiniLM-L6-v2 model and the real ONNX Runtime, and
 //! the memory benchmark with the real small chat model.
 
-#[path = "../../../tests/common/mod.rs"]
-mod common;
+use rudder_testkit as common;
 
 use std::sync::OnceLock;
 

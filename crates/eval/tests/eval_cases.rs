@@ -3,8 +3,7 @@
 //! aspects, the first-sentence rule, histories the real importer reads, errors naming the
 //! file and line), and once with the real small model for the grammar's guarantees.
 
-#[path = "../../../tests/common/mod.rs"]
-mod common;
+use rudder_testkit as common;
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};

@@ -3,10 +3,8 @@
 //! aspects are uncovered), a simulated user steering a scripted research run, and one
 //! structural run of everything with the real small model.
 
-#[path = "../../../tests/common/mod.rs"]
-mod common;
-#[path = "../../../tests/research/scripted.rs"]
-mod scripted;
+use rudder_testkit as common;
+use rudder_testkit::scripted;
 
 use common::Canned;
 use rudder::clarify::ClarifyQuestion;

@@ -4,8 +4,7 @@
 //! below the measured figures (printed with `--nocapture`), so a change that costs real quality
 //! fails while run-to-run noise does not.
 
-#[path = "../../../tests/common/mod.rs"]
-mod common;
+use rudder_testkit as common;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;

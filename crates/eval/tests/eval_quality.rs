@@ -5,8 +5,7 @@
 //! mean nothing; the test checks that every stage ran, that the figures are in range and
 //! consistent with their parts, and that the table states the sample.
 
-#[path = "../../../tests/common/mod.rs"]
-mod common;
+use rudder_testkit as common;
 
 use rudder::embed::{Embedder, FastEmbedder};
 use rudder::history::NoProgress;

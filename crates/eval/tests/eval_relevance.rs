@@ -1,8 +1,7 @@
 //! The relevance judge's calibration (`rudder eval relevance`): the labelled pairs are well
 //! formed and numerous enough, and the calibration runs end to end with the real model.
 
-#[path = "../../../tests/common/mod.rs"]
-mod common;
+use rudder_testkit as common;
 
 use std::collections::BTreeSet;
 

@@ -12,8 +12,7 @@
 //! `cargo test --workspace --features rudder-app/custom-protocol --test eval_retrieval -- \
 //!  --ignored build_fixtures`
 
-#[path = "../../../tests/common/mod.rs"]
-mod common;
+use rudder_testkit as common;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};

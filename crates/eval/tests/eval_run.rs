@@ -4,8 +4,7 @@
 //! the C0 plot. Small-model scores mean nothing; the test checks that the harness is whole and
 //! that the numbers are in range and consistent.
 
-#[path = "../../../tests/common/mod.rs"]
-mod common;
+use rudder_testkit as common;
 
 use rudder::embed::{Embedder, FastEmbedder};
 use rudder::history::NoProgress;

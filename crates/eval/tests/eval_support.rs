@@ -2,8 +2,7 @@
 //! and turn their passages around in the passages' own words, the embedding matcher lets such
 //! sentences through, and the calibration runs end to end with the real models.
 
-#[path = "../../../tests/common/mod.rs"]
-mod common;
+use rudder_testkit as common;
 
 use std::collections::{BTreeMap, BTreeSet};
 

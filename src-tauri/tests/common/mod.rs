@@ -13,8 +13,7 @@ use fantoccini::{Client, ClientBuilder};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::json;
 
-#[path = "../../../tests/common/strace.rs"]
-pub mod strace;
+pub use rudder_testkit::strace;
 
 pub const DRIVER_START_TIMEOUT: Duration = Duration::from_secs(20);
 /// WebKitWebDriver waits for the app's webview forever if the app never shows one.
@@ -161,7 +160,7 @@ pub async fn connect(driver: &Driver) -> Client {
     connect_app(driver, &app_path()).await
 }
 
-/// A script in `dir` that runs the app under `strace` (see `tests/common/strace.rs`), logging
+/// A script in `dir` that runs the app under `strace` (see `rudder_testkit::strace`), logging
 /// to `log`; WebKitWebDriver launches it in place of the app.
 pub fn traced_app(dir: &Path, log: &Path, trace_args: &[String]) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;

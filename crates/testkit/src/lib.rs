@@ -1,8 +1,15 @@
-//! Shared helpers for the integration tests.
+//! What the integration tests of the workspace share (a dev-dependency of the `rudder`
+//! library's tests and of `crates/eval`): the test models and where they are, a canned model
+//! for pure logic ([`Canned`]), the research loop's scripted doubles ([`scripted`]), generated
+//! document fixtures ([`fixtures_gen`]) and the strace harness of the privacy tests
+//! ([`strace`]).
 //!
 //! Tests run against the real models. `scripts/test.sh` fetches them once into `.models/` (or
 //! wherever `RUDDER_TEST_MODELS_DIR` points); every test then uses a fresh data directory.
-#![allow(dead_code)]
+
+pub mod fixtures_gen;
+pub mod scripted;
+pub mod strace;
 
 use std::path::PathBuf;
 
@@ -11,8 +18,7 @@ use rudder::models::ModelStore;
 pub const CHAT_MODEL: &str = "smollm2-135m-instruct";
 pub const EMBED_MODEL: &str = "all-minilm-l6-v2";
 
-/// The repository's root: the test's package directory, or the workspace root above it for
-/// the tests of `crates/*`, which include this file too.
+/// The repository's root (the workspace root above this crate).
 pub fn repo_root() -> PathBuf {
     let package = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     package

@@ -1,6 +1,5 @@
 //! Real documents and archives built in code, shared by the document tests and the fuzzer:
 //! PDFs and DOCX files made here exercise the real parsers without binary fixtures.
-#![allow(dead_code)]
 
 use std::io::Write;
 

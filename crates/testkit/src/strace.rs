@@ -1,7 +1,6 @@
 //! Runs a command under `strace` and reads back what it did to the network and the file system:
 //! the evidence behind "nothing leaves the machine and nothing is written outside the data
 //! directory". Used by `tests/privacy.rs` and by the desktop app's end-to-end test.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
