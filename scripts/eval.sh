@@ -35,7 +35,7 @@ export RUDDER_DATE="${RUDDER_DATE:-2026-11-22}"
 
 # `rudder eval` runs the rudder-eval binary beside it.
 if [[ ! -x "$rudder" || ! -x "$(dirname "$rudder")/rudder-eval" ]]; then
-  cargo build --release -p rudder -p rudder-eval
+  cargo build --release -p rudder-cli -p rudder-eval
 fi
 "$rudder" models fetch
 "$rudder" corpus fetch wikipedia-vital-en

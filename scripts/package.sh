@@ -29,7 +29,7 @@ fi
 
 if [[ "$profile" == release ]]; then
   # `custom-protocol` embeds ui/dist in the app instead of loading the Vite dev server.
-  cargo build --release -p rudder -p rudder-app --features rudder-app/custom-protocol
+  cargo build --release -p rudder-cli -p rudder-app --features rudder-app/custom-protocol
 else
   # The very command of scripts/test.sh's build, which builds both binaries too: after it this
   # compiles nothing. A plain `cargo build` leaves the dev-dependencies out of feature

@@ -43,7 +43,7 @@ if [[ "$gpu_feature" == vulkan && -x "${VULKAN_SDK:-}/bin/glslc" ]] &&
   echo "rebuilding llama.cpp with $VULKAN_SDK/bin/glslc"
   cargo clean --release -p llama-cpp-sys-2
 fi
-cargo build --release --bin rudder ${gpu_feature:+--features "$gpu_feature"}
+cargo build --release -p rudder-cli ${gpu_feature:+--features "$gpu_feature"}
 target/release/rudder models fetch
 target/release/rudder corpus fetch wikipedia-vital-en
 target/release/rudder status

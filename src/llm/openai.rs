@@ -28,6 +28,7 @@ use super::{
     Usage,
 };
 use crate::config::OpenAiSettings;
+use crate::text::error_chain;
 
 /// A dead or mistyped host should fail fast.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -739,22 +740,6 @@ fn excerpt(text: &str) -> String {
         out.push('…');
     }
     out
-}
-
-/// An error with its causes ("error sending request: client error (Connect): Connection
-/// refused"): reqwest's top-level message alone does not say what went wrong.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::ResearchError;
 use crate::embed::{cosine, Embedder};
 use crate::llm::{complete_schema, Completion, GenerationOptions, Llm, Message};
+use crate::text::one_line;
 
 /// One clarifying question.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -185,17 +186,7 @@ struct SummaryDraft {
     checklist_items: Vec<String>,
 }
 
-/// At most `max` characters of `s` on one line, with an ellipsis when cut.
-fn clip(s: &str, max: usize) -> String {
-    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        flat.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
-    }
-}
-
-/// Like [`clip`], but keeps line breaks (for the multi-line profile).
+/// Like [`one_line`], but keeps line breaks (for the multi-line profile).
 fn clip_lines(s: &str, max: usize) -> String {
     let s = s.trim();
     if s.chars().count() <= max {
@@ -229,10 +220,10 @@ fn turns_context<'t>(turns: impl IntoIterator<Item = &'t ClarifyTurn>) -> Vec<mi
                 if a.is_empty() {
                     "(no answer)".to_string()
                 } else {
-                    clip(&a, ANSWER_PROMPT_CHARS)
+                    one_line(&a, ANSWER_PROMPT_CHARS)
                 }
             };
-            let question = clip(&t.question.question, MAX_QUESTION_CHARS);
+            let question = one_line(&t.question.question, MAX_QUESTION_CHARS);
             minijinja::context! { question => question, answer => answer }
         })
         .collect()
@@ -418,7 +409,7 @@ pub fn propose(
     }
     let turn = turns.len() + 1;
     let profile = clip_lines(ctx.profile, PROFILE_PROMPT_CHARS);
-    let persona = clip(ctx.persona_text, PERSONA_PROMPT_CHARS);
+    let persona = one_line(ctx.persona_text, PERSONA_PROMPT_CHARS);
     let asked = turns_context(turns);
     let anchors = Anchors::new(embedder, ctx, turns)?;
 
@@ -496,7 +487,7 @@ fn fallback_brief(query: &str, answered: &[&ClarifyTurn]) -> String {
             brief.push_str(&format!(
                 " ({} {})",
                 t.question.question.trim(),
-                clip(&answer, ANSWER_PROMPT_CHARS)
+                one_line(&answer, ANSWER_PROMPT_CHARS)
             ));
         }
     }
@@ -528,7 +519,7 @@ pub fn summarise(
             "clarify_summary",
             minijinja::context! {
                 query => clip_lines(ctx.query, QUERY_PROMPT_CHARS),
-                persona => clip(ctx.persona_text, PERSONA_PROMPT_CHARS),
+                persona => one_line(ctx.persona_text, PERSONA_PROMPT_CHARS),
                 profile => clip_lines(ctx.profile, PROFILE_PROMPT_CHARS),
                 turns => dialogue,
                 malformed => malformed,

@@ -18,6 +18,7 @@ use serde::Deserialize;
 use super::{CitationTarget, Evidence, Source, SourceError};
 use crate::config::{Settings, WebSettings, DEFAULT_WEB_TIMEOUT_SECS};
 use crate::embed::Embedder;
+use crate::text::error_chain;
 
 /// What leaves the machine when web search is enabled, in words for the user.
 pub const WEB_DISCLOSURE: &str = "When web search is enabled, Rudder sends its search queries \
@@ -276,21 +277,6 @@ fn excerpt(text: &str, max: usize) -> String {
         _ => head,
     };
     format!("{}…", head.trim_end())
-}
-
-/// An error and its causes on one line (reqwest hides the useful part in the sources).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
 }
 
 #[cfg(test)]

@@ -1,13 +1,8 @@
-//! The command-line pieces that `rudder` and its second binaries `rudder-eval` and
-//! `rudder-bench` share, so that each is defined once: the global flags, the context built from
-//! them, process setup (SIGPIPE, ONNX Runtime telemetry, logging) and the progress bars.
-//!
-//! `rudder-eval` and `rudder-bench` depend on this crate. The `rudder` binary includes this
-//! file as a module instead (`#[path]` in `src/cli/mod.rs`): it belongs to the package of the
-//! `rudder` library, which this crate depends on, and Cargo forbids that cycle. So this file
-//! refers to its parts by relative paths only (never `crate::`).
+//! The command-line pieces that the `rudder` binary (this package's, `src/main.rs`) and the
+//! second binaries `rudder-eval` and `rudder-bench` share, so that each is defined once: the
+//! global flags, the context built from them, process setup (SIGPIPE, ONNX Runtime telemetry,
+//! logging) and the progress bars.
 
-#[path = "progress.rs"]
 pub mod progress;
 
 use std::path::PathBuf;

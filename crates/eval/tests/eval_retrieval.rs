@@ -4,13 +4,14 @@
 //! file of hand-written queries. Each query's relevant sessions follow a hand-written rule in
 //! the spirit of BESPOKE's oracle (Table 24): the topics whose sessions would concretely change
 //! the answer for this user, including adjacent constraints from another interest. The rule is
-//! applied to the generator's (interest, topic) labels by [`build_fixtures`], which writes the
+//! applied to the generator's (interest, topic) labels by [`write_fixtures`], which writes the
 //! exports and `cases.jsonl`; the relevant sessions are stored as content hashes, so the cases
-//! file does not depend on the generator or on import order.
+//! file does not depend on import order. A test checks that the checked-in files are what it
+//! writes today.
 //!
-//! Rebuild (only when the queries or rules change; the exports are frozen files):
-//! `cargo test --workspace --features rudder-app/custom-protocol --test eval_retrieval -- \
-//!  --ignored build_fixtures`
+//! Rebuild (only when the queries, the rules or the generator change):
+//! `RUDDER_UPDATE_FIXTURES=1 cargo test --workspace --features rudder-app/custom-protocol \
+//!  --test eval_retrieval the_fixtures_are`
 
 use rudder_testkit as common;
 
@@ -20,7 +21,7 @@ use std::path::{Path, PathBuf};
 use rudder::history::{History, ImportOptions, NoProgress};
 use rudder::profile::ExpansionMode;
 use rudder_eval::{load_cases, run_retrieval_eval_on, QueryCategory, RetrievalCase};
-use rudder_synth::{items, persona, write_export, SynthConfig, SynthItem};
+use rudder_synth::{items, write_export, SynthConfig, SynthItem};
 
 fn fixture_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profile-eval")
@@ -880,11 +881,12 @@ fn config(user: &User) -> SynthConfig {
     SynthConfig::new(user.seed, user.sessions)
 }
 
-/// Writes the exports and `cases.jsonl`. Ignored: it rewrites checked-in fixtures.
-#[test]
-#[ignore]
-fn build_fixtures() {
-    let root = fixture_dir();
+/// The exports and `cases.jsonl` under `root`, from the generator and the label rules above.
+/// With `EVAL_SHOW_LABELS` set (to a case id such as `u0-q02`, or `all`), also prints per
+/// query the sessions its rules keep (+) and the labelled ones they drop (-), for checking the
+/// rules by eye.
+fn write_fixtures(root: &Path) {
+    let show = std::env::var("EVAL_SHOW_LABELS").ok();
     let mut lines = Vec::new();
     for user in USERS {
         let cfg = config(user);
@@ -892,22 +894,13 @@ fn build_fixtures() {
         if dir.exists() {
             std::fs::remove_dir_all(&dir).unwrap();
         }
-        let summary = write_export(&cfg, &dir).unwrap();
-        let p = persona(&cfg);
-        println!(
-            "{}: seed {}, {} sessions ({} noise), {:.0} kB; {:?} {:?}; {:?}",
-            user.name,
-            user.seed,
-            summary.total_sessions(),
-            summary.noise,
-            summary.bytes() as f64 / 1e3,
-            p.tone,
-            p.format,
-            p.interests
-        );
+        write_export(&cfg, &dir).unwrap();
         let all: Vec<SynthItem> = items(&cfg).collect();
         for q in user.queries {
             let rules: Vec<Rule> = q.topics.iter().map(|t| parse_rule(t)).collect();
+            if show.as_deref().is_some_and(|o| o == "all" || o == q.id) {
+                show_labels(q, &all, &rules);
+            }
             let mut relevant: Vec<String> = all
                 .iter()
                 .filter(|it| is_relevant(it, &rules))
@@ -916,7 +909,6 @@ fn build_fixtures() {
             // Two sessions with the same content are one session once imported.
             let mut seen = HashSet::new();
             relevant.retain(|h| seen.insert(h.clone()));
-            println!("  {} {:>3} relevant  {}", q.id, relevant.len(), q.query);
             let case = RetrievalCase {
                 id: q.id.into(),
                 user: user.name.into(),
@@ -933,38 +925,71 @@ fn build_fixtures() {
     std::fs::write(root.join("cases.jsonl"), lines.join("\n") + "\n").unwrap();
 }
 
-/// Prints, per query, the sessions its rules keep and the labelled ones they drop, for checking
-/// the rules by eye: `-- --ignored show_labels --nocapture` (`EVAL_CASE=u0-q02` for one).
-#[test]
-#[ignore]
-fn show_labels() {
-    let only = std::env::var("EVAL_CASE").ok();
-    for user in USERS {
-        let all: Vec<SynthItem> = items(&config(user)).collect();
-        for q in user.queries {
-            if only.as_deref().is_some_and(|o| o != q.id) {
-                continue;
-            }
-            let rules: Vec<Rule> = q.topics.iter().map(|t| parse_rule(t)).collect();
-            println!("== {} {}", q.id, q.query);
-            for it in &all {
-                let labelled = rules.iter().any(|r| {
-                    it.interest == Some(r.interest.as_str()) && it.topic == Some(r.topic.as_str())
-                });
-                if !labelled {
-                    continue;
-                }
-                let mark = if is_relevant(it, &rules) { "+" } else { "-" };
-                let text: String = it.session.full_text().replace('\n', " / ");
-                let text: String = text.chars().take(150).collect();
-                println!(
-                    "  {mark} {:<6} {}/{}: {text}",
-                    it.session.kind.as_str(),
-                    it.interest.unwrap_or(""),
-                    it.topic.unwrap_or("")
-                );
+fn show_labels(q: &Query, all: &[SynthItem], rules: &[Rule]) {
+    println!("== {} {}", q.id, q.query);
+    for it in all {
+        let labelled = rules.iter().any(|r| {
+            it.interest == Some(r.interest.as_str()) && it.topic == Some(r.topic.as_str())
+        });
+        if !labelled {
+            continue;
+        }
+        let mark = if is_relevant(it, rules) { "+" } else { "-" };
+        let text: String = it.session.full_text().replace('\n', " / ");
+        let text: String = text.chars().take(150).collect();
+        println!(
+            "  {mark} {:<6} {}/{}: {text}",
+            it.session.kind.as_str(),
+            it.interest.unwrap_or(""),
+            it.topic.unwrap_or("")
+        );
+    }
+}
+
+/// Every file under `dir`, relative to it, with its bytes.
+fn files_under(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).unwrap().to_path_buf();
+                out.insert(rel, std::fs::read(&path).unwrap());
             }
         }
+    }
+    out
+}
+
+/// The checked-in exports and labels are what the generator and the rules give today, so a
+/// change to either shows up here instead of silently measuring stale fixtures. After an
+/// intended change, `RUDDER_UPDATE_FIXTURES=1` writes them anew.
+#[test]
+fn the_fixtures_are_what_the_generator_and_the_rules_give() {
+    if std::env::var_os("RUDDER_UPDATE_FIXTURES").is_some() {
+        write_fixtures(&fixture_dir());
+        return;
+    }
+    let fresh = tempfile::tempdir().unwrap();
+    write_fixtures(fresh.path());
+    let fresh = files_under(fresh.path());
+    let stored = files_under(&fixture_dir());
+    let names = |m: &BTreeMap<PathBuf, Vec<u8>>| m.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(
+        names(&fresh),
+        names(&stored),
+        "the fixture files differ; regenerate with RUDDER_UPDATE_FIXTURES=1"
+    );
+    for (name, bytes) in &fresh {
+        assert!(
+            stored[name] == *bytes,
+            "{} differs from what the generator writes; regenerate with \
+             RUDDER_UPDATE_FIXTURES=1",
+            name.display()
+        );
     }
 }
 
@@ -1082,7 +1107,7 @@ fn the_rules_in_the_source_match_the_cases_file() {
         .collect();
     assert_eq!(
         written, source,
-        "cases.jsonl is stale: rerun the ignored build_fixtures test"
+        "cases.jsonl is stale: regenerate it with RUDDER_UPDATE_FIXTURES=1 (see the top of this file)"
     );
 }
 

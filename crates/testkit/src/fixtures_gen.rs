@@ -2,6 +2,7 @@
 //! PDFs and DOCX files made here exercise the real parsers without binary fixtures.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 /// A valid PDF with one page per entry of `pages`, each page a few lines of Helvetica text,
 /// and an optional `/Title` in its information dictionary.
@@ -129,3 +130,64 @@ pub const PDF_PAGE_2: &[&str] = &[
     "Chapter two is about the basalt columns of Staffa.",
     "Cooling lava cracked into hexagonal pillars.",
 ];
+
+/// Writes `content` at `dir/rel`, creating the folders.
+pub fn write(dir: &Path, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
+    let path = dir.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, content).unwrap();
+    path
+}
+
+/// A folder `notes` under `root` with one document of every format (Markdown, text, HTML,
+/// a two-page PDF, DOCX) and three files the library skips (an image, a hidden folder, an
+/// Office lock file).
+pub fn library_folder(root: &Path) -> PathBuf {
+    let dir = root.join("notes");
+    write(
+        &dir,
+        "garden.md",
+        "---\ntags: [private-front-matter]\n---\n# Tomato Growing Notes\n\nWater the tomatoes deeply twice a week.\n\n<div>inline markup</div>\n\n## Pests\n\nHornworms chew the leaves; pick them off by hand.\n",
+    );
+    write(
+        &dir,
+        "plain.txt",
+        "Sourdough starter: feed it flour and water daily.\nKeep it somewhere warm.\n",
+    );
+    write(
+        &dir,
+        "page.html",
+        r#"<!doctype html><html><head><title>Bicycle Maintenance</title>
+<style>body { font-family: zebracolumnstyle; }</style>
+<script>var trackingpixelsecret = "xyzzyscriptword";</script></head>
+<body><nav>Home</nav><h1>Keeping a bike running</h1>
+<p>Lubricate the chain every few hundred kilometres.</p>
+<script type="module">console.log("anotherscriptonlyword")</script>
+<noscript>enablejavascriptplease</noscript>
+<p>Check tyre pressure&nbsp;weekly &amp; before long rides.</p></body></html>"#,
+    );
+    write(
+        &dir,
+        "sub/report.pdf",
+        pdf(
+            &[PDF_PAGE_1, PDF_PAGE_2],
+            Some("Field Notes on Birds and Rocks"),
+        ),
+    );
+    write(
+        &dir,
+        "sub/letter.docx",
+        docx(
+            "Quarterly Letter",
+            &[
+                "Revenue from the lighthouse tours rose sharply this quarter.",
+                "Staff & volunteers repainted the lamp room.",
+            ],
+        ),
+    );
+    // Not indexed: unsupported, hidden, Office lock file.
+    write(&dir, "image.png", b"\x89PNG not text");
+    write(&dir, ".hidden/secret.md", "# hiddenfolderword\n");
+    write(&dir, "~$letter.docx", b"lock");
+    dir
+}

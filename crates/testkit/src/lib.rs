@@ -44,7 +44,7 @@ pub fn store() -> ModelStore {
             store.quick_state(name),
             rudder::models::ModelState::Present,
             "test model {name} is not in {}: run scripts/test.sh, or \
-             `RUDDER_MODELS_DIR={} cargo run -- models fetch {CHAT_MODEL} {EMBED_MODEL}`",
+             `RUDDER_MODELS_DIR={} cargo run -p rudder-cli -- models fetch {CHAT_MODEL} {EMBED_MODEL}`",
             dir.display(),
             dir.display()
         );

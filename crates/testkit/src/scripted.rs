@@ -33,6 +33,12 @@ pub struct ScriptedLlm {
     pub calls: Mutex<Vec<&'static str>>,
 }
 
+impl Default for ScriptedLlm {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl ScriptedLlm {
     /// Candidate 0 covers every checklist item well, the others nothing.
     pub fn new() -> Self {

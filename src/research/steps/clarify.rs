@@ -1,5 +1,6 @@
-//! Clarification (DESIGN.md step 1): one question per step, so every answer is committed
-//! before the next question is asked; then the dialogue summarised into the refined brief.
+//! Clarification (the `clarify` step of docs/architecture.md, "The research loop as steps"):
+//! one question per step, so every answer is committed before the next question is asked; then
+//! the dialogue summarised into the refined brief.
 
 use crate::research::clarify::{self, ClarifyContext, ClarifySettings};
 use crate::research::engine::Run;

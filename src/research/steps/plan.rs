@@ -1,7 +1,7 @@
-//! Planning a frontier node (STEER §2, DESIGN.md steps 4–8) as a pipeline:
-//! [`candidates`](Run::candidates) → [`select_mmr`] → [`peek`](Run::peek) →
-//! [`score`](Run::score) → [`decide_pause`](Run::decide_pause) → [`ask`](Run::ask) →
-//! [`add_children`](Run::add_children).
+//! Planning a frontier node (STEER §2; the `plan` step of docs/architecture.md and its
+//! formulas) as a pipeline: [`candidates`](Run::candidates) → [`select_mmr`] →
+//! [`peek`](Run::peek) → [`score`](Run::score) → [`decide_pause`](Run::decide_pause) →
+//! [`ask`](Run::ask) → [`add_children`](Run::add_children).
 
 use super::REPEATED_QUESTION;
 use crate::research::engine::Run;

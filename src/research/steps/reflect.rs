@@ -1,7 +1,7 @@
-//! Reflection (EDR §3.5, DESIGN.md step 9): queued steering messages applied together at a
-//! step boundary, and at the end of a level, knowledge gaps turned into tasks and obsolete
-//! tasks canceled. One model call reads both; what it says about the user's wishes counts only
-//! where the messages say it too.
+//! Reflection (EDR §3.5; the `reflect` step of docs/architecture.md): queued steering messages
+//! applied together at a step boundary, and at the end of a level, knowledge gaps turned into
+//! tasks and obsolete tasks canceled. One model call reads both; what it says about the user's
+//! wishes counts only where the messages say it too.
 
 use super::REPEATED_QUESTION;
 use crate::research::engine::Run;

@@ -1,5 +1,5 @@
-//! The report (DESIGN.md step 10): the learnings of the tree the user kept, written up with
-//! citations.
+//! The report (the `report` step of docs/architecture.md): the learnings of the tree the user
+//! kept, written up with citations.
 
 use crate::checks::judge;
 use crate::research::engine::Run;

@@ -1,7 +1,7 @@
 //! The `rudder` command line: every engine capability, scriptable.
 
-mod cli;
+mod commands;
 
 fn main() -> std::process::ExitCode {
-    cli::main()
+    commands::main()
 }

@@ -63,8 +63,7 @@ impl Sandbox {
             }
             std::os::unix::fs::symlink(entry.path(), models.join(&name)).unwrap();
         }
-        let corpus =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/docs/wiki_sample.json");
+        let corpus = common::repo_root().join("tests/fixtures/docs/wiki_sample.json");
         let bytes = std::fs::read(&corpus).unwrap();
         std::fs::create_dir_all(models.join("privacy-test-corpus")).unwrap();
         std::fs::write(models.join("privacy-test-corpus/summaries.json"), &bytes).unwrap();
@@ -193,7 +192,7 @@ fn default_mode_opens_no_socket_and_writes_only_inside_the_data_directory() {
     // Import: a Takeout export, a ChatGPT export and a browser database (copied privately).
     let export = sb.inputs.join("Takeout/My Activity/Search/MyActivity.json");
     takeout(&export, 300, 0);
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let fixtures = common::repo_root().join("tests/fixtures");
     let chrome = sb.inputs.join("History");
     std::fs::copy(fixtures.join("browser/chrome.sqlite"), &chrome).unwrap();
     let chatgpt = fixtures.join("history/chatgpt/conversations.json");

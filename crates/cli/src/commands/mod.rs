@@ -17,11 +17,9 @@ mod profile;
 mod research;
 mod sessions;
 
-/// The command-line pieces `rudder`, `rudder-eval` and `rudder-bench` share (the crate
-/// `rudder-cli-support`): included by path, because this package (the `rudder` library's)
-/// cannot depend on a crate that depends on the library.
-#[path = "../../crates/cli/src/lib.rs"]
-mod support;
+/// The command-line pieces `rudder`, `rudder-eval` and `rudder-bench` share: this package's
+/// library.
+use rudder_cli as support;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

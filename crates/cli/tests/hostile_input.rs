@@ -200,8 +200,7 @@ fn browser_history_copies_stay_private_and_leftovers_are_removed() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let system_tmp = tmp.path().join("tmp");
-    let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/browser/chrome.sqlite");
+    let fixture = rudder_testkit::repo_root().join("tests/fixtures/browser/chrome.sqlite");
     let input = tmp.path().join("History");
     std::fs::copy(&fixture, &input).unwrap();
 
