@@ -1,13 +1,8 @@
-//! The crate's build script; each concern is a module under build/.
-
-#[path = "build/cuda_link.rs"]
-mod cuda_link;
-#[path = "build/vulkan_shaders.rs"]
-mod vulkan_shaders;
+//! The engine's build script: the CUDA link arguments for its test binaries, and which Vulkan
+//! shader families a Vulkan build has (`crates/build-support`).
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=build");
-    cuda_link::emit();
-    vulkan_shaders::emit();
+    rudder_build::cuda_link::emit();
+    rudder_build::vulkan_shaders::emit();
 }

@@ -1,7 +1,3 @@
-/// The same link arguments as the engine's binaries for a CUDA build against the PyPI toolkit.
-#[path = "../build/cuda_link.rs"]
-mod cuda_link;
-
 /// Every command the window may call. Tauri v2 needs a permission per app command: this
 /// generates `allow-<command>` for each (granted in capabilities/default.json) and fails the
 /// build on a bad config.
@@ -38,7 +34,8 @@ const COMMANDS: &[&str] = &[
 ];
 
 fn main() {
-    cuda_link::emit();
+    // The same link arguments as the engine's binaries for a CUDA build (crates/build-support).
+    rudder_build::cuda_link::emit();
     let attributes = tauri_build::Attributes::new()
         .app_manifest(tauri_build::AppManifest::new().commands(COMMANDS));
     if let Err(error) = tauri_build::try_build(attributes) {

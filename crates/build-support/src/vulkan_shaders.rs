@@ -22,7 +22,6 @@ const EXTENSIONS: [(&str, &str); 3] = [
 
 /// Prints the `cargo:` lines (nothing without the `vulkan` feature).
 pub fn emit() {
-    println!("cargo:rerun-if-changed=build/vulkan_shaders.rs");
     println!("cargo:rerun-if-env-changed=VULKAN_SDK");
     if env::var_os("CARGO_FEATURE_VULKAN").is_none() {
         return;

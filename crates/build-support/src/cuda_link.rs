@@ -4,7 +4,9 @@
 //! `scripts/cuda-env.sh` does), the binaries link `libcublas.so.13` and `libcublasLt.so.13`
 //! from that folder and find them there at run time (rpath). `-C link-arg`s come last on the
 //! linker's command line, after the static ggml-cuda objects that need them.
-//! `src-tauri/build.rs` does the same for the desktop app.
+//! Link arguments reach only the package whose build script prints them, so every package with
+//! a binary that links the engine calls this: `crates/cli` (`rudder`), `src-tauri` (the app)
+//! and the engine itself (its test binaries).
 
 pub fn emit() {
     println!("cargo:rerun-if-env-changed=RUDDER_CUDA_LIB_DIR");
