@@ -24,6 +24,15 @@ pub enum Error {
 }
 
 impl Error {
+    /// What fixes it, when the person can (see [`crate::remedy`]).
+    pub fn remedy(&self) -> Option<crate::remedy::Remedy> {
+        match self {
+            Error::Model(e) => e.remedy(),
+            Error::Embed(e) => e.remedy(),
+            _ => None,
+        }
+    }
+
     pub fn io(path: &Path, source: std::io::Error) -> Self {
         Self::Io {
             path: path.to_path_buf(),

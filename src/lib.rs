@@ -24,6 +24,7 @@ pub mod llm;
 pub mod models;
 pub mod profile;
 pub mod prompts;
+pub mod remedy;
 pub mod research;
 pub mod retrieval;
 pub mod session;

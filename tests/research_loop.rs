@@ -301,7 +301,12 @@ fn no_sources_is_a_clear_error() {
         ..Brief::default()
     })
     .unwrap_err();
-    assert!(err.to_string().contains("rudder docs add"), "{err}");
+    assert!(err.to_string().contains("no sources"), "{err}");
+    // The engine names the remedy; each face words it (a command, a screen).
+    assert_eq!(
+        rudder::remedy::remedy_of(&err),
+        Some(rudder::remedy::Remedy::AddSources)
+    );
 }
 
 #[test]

@@ -721,7 +721,7 @@ fn a_window_answers_and_steers_through_channels() {
     let llm = ScriptedLlm::new();
     let journal = MemoryJournal::new();
     let window_journal = journal.clone();
-    let (mut interaction, replies) = rudder::research::ChannelInteraction::new();
+    let (mut interaction, replies) = rudder::app::interaction::ChannelInteraction::new();
     let (events_tx, events_rx) = std::sync::mpsc::channel::<Envelope>();
     let mut s = kill_config().settings;
     s.clarify_turns = 2;
@@ -755,12 +755,14 @@ fn a_window_answers_and_steers_through_channels() {
                         ClarifyAnswer::parse("skip", question)
                     };
                     replies
-                        .send(rudder::research::Reply::Clarify(answer))
+                        .send(rudder::app::interaction::Reply::Clarify(answer))
                         .unwrap();
                 }
                 Event::Question { .. } => {
                     replies
-                        .send(rudder::research::Reply::Pause(PauseAnswer::parse("1")))
+                        .send(rudder::app::interaction::Reply::Pause(PauseAnswer::parse(
+                            "1",
+                        )))
                         .unwrap();
                 }
                 Event::NodeResearched { .. } if !steered => {

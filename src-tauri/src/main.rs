@@ -75,7 +75,7 @@ where
         .map_err(|error| format!("the engine task failed: {error}"))?
         .map_err(|error| {
             tracing::warn!(%error, "command failed");
-            error.to_string()
+            error.for_window()
         })
 }
 

@@ -11,6 +11,7 @@
 //!   stop, resume, list, report, export.
 //! * [`you`] — what Rudder knows about the user, and their corrections to it.
 
+pub mod interaction;
 pub mod library;
 pub mod models;
 pub mod research;
@@ -65,9 +66,61 @@ pub enum AppError {
         #[source]
         source: std::io::Error,
     },
+    /// A correction names an inferred statement that is not there.
+    #[error("no inferred statement {0}")]
+    UnknownStatement(String),
     /// The request itself is wrong (a bad date, an empty question, an unknown session).
     #[error("{0}")]
     Invalid(String),
+}
+
+impl AppError {
+    /// What fixes it, when the person can (see [`crate::remedy`]).
+    pub fn remedy(&self) -> Option<crate::remedy::Remedy> {
+        match self {
+            AppError::Engine(e) => e.remedy(),
+            AppError::History(e) => e.remedy(),
+            AppError::Docs(e) => e.remedy(),
+            AppError::Models(e) => e.remedy(),
+            AppError::Session(e) => e.remedy(),
+            AppError::Research(e) => e.remedy(),
+            AppError::Embed(e) => e.remedy(),
+            AppError::Run(e) => e.remedy(),
+            AppError::UnknownStatement(_) => Some(crate::remedy::Remedy::ListStatements),
+            _ => None,
+        }
+    }
+
+    /// The message the window shows: the error, and what to do about it in the window's
+    /// terms (a screen to open), never a command line.
+    pub fn for_window(&self) -> String {
+        match self.remedy() {
+            Some(remedy) => format!("{self} — {}", remedy_in_the_window(&remedy)),
+            None => self.to_string(),
+        }
+    }
+}
+
+/// A remedy worded for the window.
+pub fn remedy_in_the_window(remedy: &crate::remedy::Remedy) -> String {
+    use crate::remedy::Remedy;
+    match remedy {
+        Remedy::FetchModel(name) => format!("fetch `{name}` on the Setup screen"),
+        Remedy::ListModels => "the Setup screen lists the models Rudder knows".into(),
+        Remedy::AddSources => {
+            "add documents or import history on the Library screen, or switch on web search in \
+             Settings"
+                .into()
+        }
+        Remedy::ListDocuments => "the Library screen lists your documents".into(),
+        Remedy::ListStatements => "the You screen lists what Rudder inferred".into(),
+        Remedy::SteerElsewhere(_) => {
+            "steer it in the window or terminal that runs it, or wait until it stops".into()
+        }
+        Remedy::Reimport => {
+            "import your history exports again on the Library screen (they are the source)".into()
+        }
+    }
 }
 
 pub type AppResult<T> = Result<T, AppError>;
@@ -152,5 +205,26 @@ impl Throttle {
                 true
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_words_a_remedy_as_a_screen_never_a_command() {
+        let missing = AppError::Models(crate::models::ModelError::Missing {
+            model: "qwen".into(),
+            path: "/nowhere/qwen.gguf".into(),
+        });
+        let shown = missing.for_window();
+        assert!(
+            shown.contains("fetch `qwen` on the Setup screen"),
+            "{shown}"
+        );
+        assert!(!shown.contains("rudder "), "{shown}");
+        let plain = AppError::Invalid("write a question to research".into());
+        assert_eq!(plain.for_window(), "write a question to research");
     }
 }

@@ -11,13 +11,12 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::interaction::{ChannelInteraction, Reply};
 use super::{App, AppError, AppResult, Notifier};
 use crate::clarify::ClarifyAnswer;
 use crate::config::{Paths, Settings};
 use crate::embed::FastEmbedder;
-use crate::research::{
-    ChannelInteraction, Envelope, Event, PauseAnswer, Reply, Report, ResearchState,
-};
+use crate::research::{Envelope, Event, PauseAnswer, Report, ResearchState};
 use crate::session::export::export_session;
 use crate::session::runner::{NewSession, RunError, RunOverrides, RunPhase, Session};
 use crate::session::{
@@ -269,10 +268,14 @@ impl App {
                         RunState {
                             session: id,
                             state: if stopped { "stopped" } else { "failed" }.into(),
-                            message: if stopped {
-                                "stopped; resume it from the sessions list".into()
-                            } else {
-                                format!("{e} — resume it from the sessions list")
+                            message: match (stopped, e.remedy()) {
+                                (true, _) => "stopped; resume it from the sessions list".into(),
+                                (false, Some(remedy)) => {
+                                    format!("{e} — {}", super::remedy_in_the_window(&remedy))
+                                }
+                                (false, None) => {
+                                    format!("{e} — resume it from the sessions list")
+                                }
                             },
                         }
                     }

@@ -465,11 +465,7 @@ fn find_inferred(view: &YouView, id: &str) -> AppResult<StatementView> {
         .chain(view.recent.iter().flat_map(|p| p.statements.iter()))
         .find(|s| !s.said && s.id == id)
         .cloned()
-        .ok_or_else(|| {
-            AppError::Invalid(format!(
-                "no inferred statement {id}: `rudder profile show` lists them"
-            ))
-        })
+        .ok_or_else(|| AppError::UnknownStatement(id.to_string()))
 }
 
 fn hide(store: &Store, statement: &StatementView) -> AppResult<()> {

@@ -27,6 +27,19 @@ pub enum EmbedError {
     Models(#[from] crate::models::ModelError),
 }
 
+impl EmbedError {
+    /// What fixes it: fetching ONNX Runtime or the embedding model again.
+    pub fn remedy(&self) -> Option<crate::remedy::Remedy> {
+        match self {
+            EmbedError::Runtime { .. } => {
+                Some(crate::remedy::Remedy::FetchModel("onnxruntime".into()))
+            }
+            EmbedError::Models(e) => e.remedy(),
+            _ => None,
+        }
+    }
+}
+
 /// Turns texts into unit-length vectors.
 pub trait Embedder: Send + Sync {
     /// Vector length.
@@ -67,9 +80,7 @@ pub fn init_onnx_runtime(path: &Path) -> Result<Environment, EmbedError> {
         message,
     };
     if !path.is_file() {
-        return Err(runtime_err(
-            "no such file (run `rudder models fetch onnxruntime`)".into(),
-        ));
+        return Err(runtime_err("no such file".into()));
     }
     let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((loaded_path, env)) = loaded.as_ref() {

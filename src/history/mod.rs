@@ -44,6 +44,17 @@ pub enum HistoryError {
     Invalid(String),
 }
 
+impl HistoryError {
+    /// What fixes it, when the person can (see [`crate::remedy`]).
+    pub fn remedy(&self) -> Option<crate::remedy::Remedy> {
+        match self {
+            HistoryError::Store(e) => e.remedy(),
+            HistoryError::Embed(e) => e.remedy(),
+            _ => None,
+        }
+    }
+}
+
 pub type HistoryResult<T> = Result<T, HistoryError>;
 
 /// Progress of a long operation, for a bar in the CLI or events in the UI.

@@ -38,6 +38,16 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// What fixes it: a damaged database is rebuilt by importing the exports again.
+    pub fn remedy(&self) -> Option<crate::remedy::Remedy> {
+        match self {
+            StoreError::Damaged { .. } => Some(crate::remedy::Remedy::Reimport),
+            _ => None,
+        }
+    }
+}
+
 pub type StoreResult<T> = Result<T, StoreError>;
 
 /// The history database: its numbered schema migrations (`user_version` records how many ran).

@@ -22,13 +22,11 @@ use crate::config::Paths;
 /// Errors from the model manager. Each names the model or file it is about.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
-    #[error("unknown model `{0}` (see `rudder models list`)")]
+    #[error("unknown model `{0}`")]
     Unknown(String),
-    #[error(
-        "model `{model}` is not installed: {path} is missing (run `rudder models fetch {model}`)"
-    )]
+    #[error("model `{model}` is not installed: {path} is missing")]
     Missing { model: String, path: PathBuf },
-    #[error("{path}: {actual} bytes, expected {expected}: the file is truncated or incomplete (run `rudder models fetch {model}`)")]
+    #[error("{path}: {actual} bytes, expected {expected}: the file is truncated or incomplete")]
     SizeMismatch {
         model: String,
         path: PathBuf,
@@ -41,7 +39,9 @@ pub enum ModelError {
         expected: String,
         actual: String,
     },
-    #[error("{path}: no digest is recorded for this file, so it cannot be verified (run `rudder models fetch {model}` to download it again)")]
+    #[error(
+        "{path}: no digest is recorded for this file, so it cannot be verified; download it again"
+    )]
     NoDigest { model: String, path: PathBuf },
     #[error("{path}: not a GGUF model: {reason}")]
     NotGguf { path: PathBuf, reason: String },
@@ -58,6 +58,18 @@ pub enum ModelError {
 }
 
 impl ModelError {
+    /// What fixes it: fetching the model again, or seeing which models exist.
+    pub fn remedy(&self) -> Option<crate::remedy::Remedy> {
+        use crate::remedy::Remedy;
+        match self {
+            ModelError::Unknown(_) => Some(Remedy::ListModels),
+            ModelError::Missing { model, .. }
+            | ModelError::SizeMismatch { model, .. }
+            | ModelError::NoDigest { model, .. } => Some(Remedy::FetchModel(model.clone())),
+            _ => None,
+        }
+    }
+
     pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
         Self::Io {
             path: path.to_path_buf(),

@@ -25,6 +25,18 @@ pub enum ResearchError {
     Steering(String),
     #[error("{0}")]
     Session(String),
-    #[error("no sources to research: add documents (`rudder docs add DIR`), import history, or enable web search")]
+    #[error("no sources to research: no documents, no imported history, and web search is off")]
     NoSources,
+}
+
+impl ResearchError {
+    /// What fixes it, when the person can (see [`crate::remedy`]).
+    pub fn remedy(&self) -> Option<crate::remedy::Remedy> {
+        match self {
+            ResearchError::NoSources => Some(crate::remedy::Remedy::AddSources),
+            ResearchError::Embed(e) => e.remedy(),
+            ResearchError::Engine(e) => e.remedy(),
+            _ => None,
+        }
+    }
 }

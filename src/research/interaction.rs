@@ -1,7 +1,6 @@
 //! How the loop asks the user when the pause rule says so: in the terminal, from a file of
 //! scripted answers (tests, evaluation), or never.
 
-use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -326,118 +325,6 @@ impl Interaction for Scripted {
     }
 }
 
-/// A reply from a user interface to the question the loop is waiting on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Reply {
-    Pause(PauseAnswer),
-    Clarify(ClarifyAnswer),
-}
-
-/// Asks through a channel, for a window: the question reaches the user as an event
-/// ([`super::Event::Question`], [`super::Event::ClarifyAsked`]) just before the loop waits,
-/// and the user's reply comes back on `replies`. When the sending side is gone (the window
-/// closed), asking fails and the run stops after its last committed step, ready to resume.
-pub struct ChannelInteraction {
-    replies: std::sync::mpsc::Receiver<Reply>,
-}
-
-impl ChannelInteraction {
-    /// The interaction and the sender a user interface answers with.
-    pub fn new() -> (Self, std::sync::mpsc::Sender<Reply>) {
-        let (tx, rx) = std::sync::mpsc::channel();
-        (Self { replies: rx }, tx)
-    }
-
-    fn next(&mut self) -> Result<Reply, ResearchError> {
-        self.replies.recv().map_err(|_| {
-            ResearchError::Interaction("nobody is left to answer (the window closed)".into())
-        })
-    }
-}
-
-impl Interaction for ChannelInteraction {
-    fn can_clarify(&self) -> bool {
-        true
-    }
-
-    fn clarify(&mut self, question: &ClarifyQuestion) -> Result<ClarifyAnswer, ResearchError> {
-        loop {
-            match self.next()? {
-                Reply::Clarify(mut a) => {
-                    a.choices.retain(|&c| c >= 1 && c <= question.options.len());
-                    return Ok(a);
-                }
-                // An answer to a pause that is not being asked: stale, ignore it.
-                Reply::Pause(_) => continue,
-            }
-        }
-    }
-
-    fn ask(&mut self, _question: &PauseQuestion) -> Result<PauseAnswer, ResearchError> {
-        loop {
-            match self.next()? {
-                Reply::Pause(a) => return Ok(a),
-                Reply::Clarify(_) => continue,
-            }
-        }
-    }
-}
-
-/// Asks at the terminal: prints the question and reads lines until an empty line.
-pub struct Terminal<R: BufRead, W: Write> {
-    input: R,
-    output: W,
-}
-
-impl Terminal<std::io::StdinLock<'static>, std::io::Stderr> {
-    pub fn stdio() -> Self {
-        Self {
-            input: std::io::stdin().lock(),
-            output: std::io::stderr(),
-        }
-    }
-}
-
-impl<R: BufRead, W: Write> Terminal<R, W> {
-    pub fn new(input: R, output: W) -> Self {
-        Self { input, output }
-    }
-}
-
-impl<R: BufRead, W: Write> Interaction for Terminal<R, W> {
-    fn can_clarify(&self) -> bool {
-        true
-    }
-
-    fn clarify(&mut self, question: &ClarifyQuestion) -> Result<ClarifyAnswer, ResearchError> {
-        let io = |e: std::io::Error| ResearchError::Interaction(e.to_string());
-        writeln!(self.output, "\n{}", question.render()).map_err(io)?;
-        let mut line = String::new();
-        self.input.read_line(&mut line).map_err(io)?;
-        Ok(ClarifyAnswer::parse(&line, question))
-    }
-
-    fn ask(&mut self, question: &PauseQuestion) -> Result<PauseAnswer, ResearchError> {
-        let io = |e: std::io::Error| ResearchError::Interaction(e.to_string());
-        writeln!(self.output, "\n{}\n({})", question.render(), question.why).map_err(io)?;
-        writeln!(
-            self.output,
-            "Your answer (an empty line ends it; just Enter goes on with all):"
-        )
-        .map_err(io)?;
-        let mut reply = String::new();
-        loop {
-            let mut line = String::new();
-            if self.input.read_line(&mut line).map_err(io)? == 0 || line.trim().is_empty() {
-                break;
-            }
-            reply.push_str(&line);
-        }
-        Ok(PauseAnswer::parse(&reply))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -451,42 +338,5 @@ mod tests {
         assert_eq!(a.new_questions, vec!["What about cost?", "And safety?"]);
         assert_eq!(a.text, "please");
         assert!(PauseAnswer::parse("  \n").is_empty());
-    }
-
-    #[test]
-    fn a_closed_window_stops_asking_and_stale_replies_are_skipped() {
-        let q = PauseQuestion {
-            node: 0,
-            introduction: "Which way?".into(),
-            directions: vec!["A".into(), "B".into()],
-            questions: vec!["a?".into(), "b?".into()],
-            why: "ask".into(),
-        };
-        let (mut interaction, tx) = ChannelInteraction::new();
-        tx.send(Reply::Clarify(ClarifyAnswer::default())).unwrap();
-        tx.send(Reply::Pause(PauseAnswer::parse("2"))).unwrap();
-        assert_eq!(interaction.ask(&q).unwrap().chosen, vec![2]);
-        drop(tx);
-        assert!(matches!(
-            interaction.ask(&q),
-            Err(ResearchError::Interaction(m)) if m.contains("window closed")
-        ));
-    }
-
-    #[test]
-    fn terminal_reads_until_blank_line() {
-        let input = b"2\n\nignored\n".as_slice();
-        let mut out = Vec::new();
-        let q = PauseQuestion {
-            node: 0,
-            introduction: "Which way?".into(),
-            directions: vec!["A".into(), "B".into()],
-            questions: vec!["a?".into(), "b?".into()],
-            why: "ask".into(),
-        };
-        let a = Terminal::new(input, &mut out).ask(&q).unwrap();
-        assert_eq!(a.chosen, vec![2]);
-        let shown = String::from_utf8(out).unwrap();
-        assert!(shown.contains("2. B"), "{shown}");
     }
 }

@@ -50,10 +50,7 @@ use serde::{Deserialize, Serialize};
 
 pub use error::ResearchError;
 pub use events::{Envelope, Event, EventSink, Stage};
-pub use interaction::{
-    ChannelInteraction, Interaction, NeverAsk, PauseAnswer, PauseQuestion, Reply, Scripted,
-    Terminal,
-};
+pub use interaction::{Interaction, NeverAsk, PauseAnswer, PauseQuestion, Scripted};
 pub use pause::{PauseDecision, PauseSettings};
 pub use persona::Persona;
 pub use report::Report;

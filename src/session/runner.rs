@@ -44,7 +44,7 @@ pub enum RunError {
     /// The request itself is wrong (an empty question, a depth out of range, no source).
     #[error("{0}")]
     Invalid(String),
-    #[error("research needs the embedding model: `rudder models fetch {name}` ({source})")]
+    #[error("research needs the embedding model `{name}`: {source}")]
     Embedder {
         name: String,
         #[source]
@@ -93,6 +93,23 @@ impl RunError {
         RunError::Io {
             path: path.to_path_buf(),
             source,
+        }
+    }
+
+    /// What fixes it, when the person can (see [`crate::remedy`]).
+    pub fn remedy(&self) -> Option<crate::remedy::Remedy> {
+        use crate::remedy::Remedy;
+        match self {
+            RunError::Embedder { name, .. } => Some(Remedy::FetchModel(name.clone())),
+            RunError::NothingToResearch => Some(Remedy::AddSources),
+            RunError::Engine(e) => e.remedy(),
+            RunError::Models(e) => e.remedy(),
+            RunError::History(e) => e.remedy(),
+            RunError::Docs(e) => e.remedy(),
+            RunError::Session(e) => e.remedy(),
+            RunError::Research(e) => e.remedy(),
+            RunError::SessionModel { source, .. } => source.remedy(),
+            _ => None,
         }
     }
 

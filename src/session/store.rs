@@ -134,7 +134,7 @@ pub enum SessionError {
     #[error("a steering message cannot be empty")]
     EmptyMessage,
     /// Another process is running this session right now.
-    #[error("research session {0} is running in another process; steer it with `rudder steer {0} \"…\"`")]
+    #[error("research session {0} is running in another process")]
     Busy(SessionId),
     #[error("{path}: {source}")]
     Lock {
@@ -142,6 +142,16 @@ pub enum SessionError {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl SessionError {
+    /// What fixes it: steering the session where it runs.
+    pub fn remedy(&self) -> Option<crate::remedy::Remedy> {
+        match self {
+            SessionError::Busy(id) => Some(crate::remedy::Remedy::SteerElsewhere(*id)),
+            _ => None,
+        }
+    }
 }
 
 pub type SessionResult<T> = Result<T, SessionError>;

@@ -71,8 +71,30 @@ pub fn finish(result: anyhow::Result<ExitCode>) -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
+            let error: &(dyn std::error::Error + 'static) = e.as_ref();
+            if let Some(remedy) = rudder::remedy::remedy_of(error) {
+                eprintln!("to fix it: {}", remedy_as_a_command(&remedy));
+            }
             ExitCode::FAILURE
         }
+    }
+}
+
+/// A remedy the engine names, worded for the terminal: the command that does it.
+pub fn remedy_as_a_command(remedy: &rudder::remedy::Remedy) -> String {
+    use rudder::remedy::Remedy;
+    match remedy {
+        Remedy::FetchModel(name) => format!("run `rudder models fetch {name}`"),
+        Remedy::ListModels => "`rudder models list` shows the models Rudder knows".into(),
+        Remedy::AddSources => "add documents (`rudder docs add DIR` or `rudder corpus fetch`), \
+                               import history (`rudder import PATH`), or enable web search"
+            .into(),
+        Remedy::ListDocuments => "`rudder docs list` shows the library".into(),
+        Remedy::ListStatements => "`rudder profile show` lists them".into(),
+        Remedy::SteerElsewhere(id) => format!("steer it with `rudder steer {id} \"…\"`"),
+        Remedy::Reimport => "move the database aside and import your history exports again \
+                             (`rudder import PATH`; they are the source)"
+            .into(),
     }
 }
 

@@ -204,6 +204,23 @@ fn models_list_and_errors_are_clear() {
     let out = rudder(data.path(), &["ask", "--model", "no-such-model", "hi"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("no-such-model"), "{}", stderr(&out));
+    // The engine names the remedy, the CLI words it as a command (the window as a screen).
+    assert!(
+        stderr(&out).contains("to fix it: `rudder models list`"),
+        "{}",
+        stderr(&out)
+    );
+    // A known model that is not on disk (the test models are SmolLM2 and MiniLM only).
+    let out = rudder(
+        data.path(),
+        &["ask", "--model", "qwen2.5-coder-1.5b-instruct", "hi"],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("to fix it: run `rudder models fetch qwen2.5-coder-1.5b-instruct`"),
+        "{}",
+        stderr(&out)
+    );
 
     let out = rudder(
         data.path(),

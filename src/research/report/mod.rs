@@ -124,8 +124,8 @@ pub const NEEDS_HEADING: &str = "What this means for you";
 
 /// The summary of a report with no findings.
 const NO_EVIDENCE: &str = "No evidence was found in the sources searched, so this report has \
-                           no findings. Add documents (`rudder docs add DIR`) or import history, \
-                           then run the research again.";
+                           no findings. Add documents or import history, then run the research \
+                           again.";
 
 /// Numbers citations in order of first appearance.
 #[derive(Default)]

@@ -64,8 +64,19 @@ pub enum DocsError {
     },
     #[error("embedding documents: {0}")]
     Embed(#[from] EmbedError),
-    #[error("{0} is not in the document library (see `rudder docs list`)")]
+    #[error("{0} is not in the document library")]
     NotInLibrary(String),
+}
+
+impl DocsError {
+    /// What fixes it, when the person can (see [`crate::remedy`]).
+    pub fn remedy(&self) -> Option<crate::remedy::Remedy> {
+        match self {
+            DocsError::NotInLibrary(_) => Some(crate::remedy::Remedy::ListDocuments),
+            DocsError::Embed(e) => e.remedy(),
+            _ => None,
+        }
+    }
 }
 
 fn located(file: &str, place: Option<&str>, message: &str) -> String {

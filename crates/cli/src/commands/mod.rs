@@ -16,6 +16,7 @@ mod models;
 mod profile;
 mod research;
 mod sessions;
+mod terminal;
 
 /// The command-line pieces `rudder`, `rudder-eval` and `rudder-bench` share: this package's
 /// library.

@@ -12,9 +12,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Args;
 use rudder::embed::FastEmbedder;
-use rudder::research::{
-    Envelope, EventSink, Interaction, NeverAsk, Outcome, Scripted, TaskStatus, Terminal,
-};
+use rudder::research::{Envelope, EventSink, Interaction, NeverAsk, Outcome, Scripted, TaskStatus};
 use rudder::session::runner::{
     new_session_config, open_embedder, session_dir, NewSession, RunError, RunOverrides, RunPhase,
     Session,
@@ -23,6 +21,7 @@ use rudder::session::{SessionId, SourceChoice};
 
 use super::live::Live;
 use super::progress::CountProgress;
+use super::terminal::Terminal;
 use super::Ctx;
 
 #[derive(Debug, Args)]
@@ -260,10 +259,6 @@ pub fn drive(
         (e @ RunError::Finished(id), _) => {
             anyhow::anyhow!("{e}; `rudder sessions export {id} DIR` writes its report")
         }
-        (e @ RunError::NothingToResearch, _) => anyhow::anyhow!(
-            "{e}: add documents (`rudder docs add DIR` or `rudder corpus fetch`), import \
-             history (`rudder import PATH`), or enable web search"
-        ),
         (e, Some(id)) => anyhow::Error::new(e).context(format!(
             "research session {id} stopped; `rudder sessions resume {id}` continues it"
         )),
