@@ -9,7 +9,27 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+/// Errors of finding the data directory and reading or writing `settings.toml`. Each names
+/// the file it is about.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot determine a data directory; set RUDDER_DATA_DIR")]
+    NoDataDir,
+    #[error("{path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("settings: {0}")]
+    Serialize(String),
+    #[error(transparent)]
+    Write(#[from] crate::fsutil::WriteError),
+}
+
+type Result<T, E = ConfigError> = std::result::Result<T, E>;
 
 /// Environment variable that overrides the data directory.
 pub const DATA_DIR_ENV: &str = "RUDDER_DATA_DIR";
@@ -81,9 +101,9 @@ impl Paths {
 
 fn default_data_dir() -> Result<PathBuf> {
     // `dirs::data_dir` honours XDG_DATA_HOME on Linux.
-    dirs::data_dir().map(|d| d.join("rudder")).ok_or_else(|| {
-        Error::Config("cannot determine a data directory; set RUDDER_DATA_DIR".into())
-    })
+    dirs::data_dir()
+        .map(|d| d.join("rudder"))
+        .ok_or(ConfigError::NoDataDir)
 }
 
 /// Generation settings for the local llama.cpp backend.
@@ -317,46 +337,6 @@ pub struct ResearchDefaults {
     pub always_ask: bool,
 }
 
-/// The saved defaults are the loop's own (`ResearchSettings::default()`, the design's
-/// values): one place for every default.
-impl Default for ResearchDefaults {
-    fn default() -> Self {
-        Self::from_settings(&crate::research::ResearchSettings::default())
-    }
-}
-
-impl ResearchDefaults {
-    /// The user-facing part of the loop's settings.
-    pub fn from_settings(s: &crate::research::ResearchSettings) -> Self {
-        Self {
-            depth: s.depth,
-            breadth: s.breadth,
-            c0: s.pause.base_cost,
-            tol: s.pause.tolerance,
-            lambda_explore: s.weights.lambda_explore,
-            lambda_info: s.weights.lambda_info,
-            clarify_turns: s.clarify_turns,
-            always_ask: s.pause.always,
-        }
-    }
-
-    /// The loop's settings: these values, the loop's defaults for the rest.
-    pub fn to_settings(&self) -> crate::research::ResearchSettings {
-        let mut s = crate::research::ResearchSettings {
-            depth: self.depth,
-            breadth: self.breadth,
-            clarify_turns: self.clarify_turns,
-            ..crate::research::ResearchSettings::default()
-        };
-        s.pause.base_cost = self.c0;
-        s.pause.tolerance = self.tol;
-        s.pause.always = self.always_ask;
-        s.weights.lambda_explore = self.lambda_explore;
-        s.weights.lambda_info = self.lambda_info;
-        s
-    }
-}
-
 /// The default chat model on CPU.
 pub const DEFAULT_CHAT_MODEL: &str = "qwen2.5-coder-1.5b-instruct";
 /// The small model the test suite uses.
@@ -382,20 +362,24 @@ impl Settings {
     pub fn load(paths: &Paths) -> Result<Self> {
         let file = paths.settings_file();
         match std::fs::read_to_string(&file) {
-            Ok(text) => toml::from_str(&text).map_err(|e| Error::Parse {
+            Ok(text) => toml::from_str(&text).map_err(|e| ConfigError::Parse {
                 path: file.clone(),
                 message: e.to_string(),
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
-            Err(e) => Err(Error::io(&file, e)),
+            Err(e) => Err(ConfigError::Io {
+                path: file.clone(),
+                source: e,
+            }),
         }
     }
 
     /// Writes `settings.toml` atomically.
     pub fn save(&self, paths: &Paths) -> Result<()> {
         let file = paths.settings_file();
-        let text = toml::to_string_pretty(self).map_err(|e| Error::Config(e.to_string()))?;
-        crate::fsutil::write_atomic(&file, text.as_bytes())
+        let text =
+            toml::to_string_pretty(self).map_err(|e| ConfigError::Serialize(e.to_string()))?;
+        Ok(crate::fsutil::write_atomic(&file, text.as_bytes())?)
     }
 }
 

@@ -16,6 +16,8 @@ pub enum Error {
     #[error("configuration: {0}")]
     Config(String),
     #[error(transparent)]
+    Settings(#[from] crate::config::ConfigError),
+    #[error(transparent)]
     Model(#[from] crate::models::ModelError),
     #[error(transparent)]
     Llm(#[from] crate::llm::LlmError),

@@ -45,6 +45,8 @@ pub enum AppError {
     #[error(transparent)]
     Engine(#[from] crate::Error),
     #[error(transparent)]
+    Settings(#[from] crate::config::ConfigError),
+    #[error(transparent)]
     History(#[from] crate::history::HistoryError),
     #[error(transparent)]
     Docs(#[from] crate::sources::docs::DocsError),

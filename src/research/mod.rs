@@ -169,3 +169,44 @@ pub struct Researcher<'a> {
     /// The embedding model's name (sources use it to find their stored vectors).
     pub embed_model: String,
 }
+
+/// The saved defaults (`config::ResearchDefaults`, the `[research]` table of `settings.toml`)
+/// are the loop's own (`ResearchSettings::default()`, the design's
+/// values): one place for every default.
+impl Default for crate::config::ResearchDefaults {
+    fn default() -> Self {
+        Self::from_settings(&ResearchSettings::default())
+    }
+}
+
+impl crate::config::ResearchDefaults {
+    /// The user-facing part of the loop's settings.
+    pub fn from_settings(s: &ResearchSettings) -> Self {
+        Self {
+            depth: s.depth,
+            breadth: s.breadth,
+            c0: s.pause.base_cost,
+            tol: s.pause.tolerance,
+            lambda_explore: s.weights.lambda_explore,
+            lambda_info: s.weights.lambda_info,
+            clarify_turns: s.clarify_turns,
+            always_ask: s.pause.always,
+        }
+    }
+
+    /// The loop's settings: these values, the loop's defaults for the rest.
+    pub fn to_settings(&self) -> ResearchSettings {
+        let mut s = ResearchSettings {
+            depth: self.depth,
+            breadth: self.breadth,
+            clarify_turns: self.clarify_turns,
+            ..ResearchSettings::default()
+        };
+        s.pause.base_cost = self.c0;
+        s.pause.tolerance = self.tol;
+        s.pause.always = self.always_ask;
+        s.weights.lambda_explore = self.lambda_explore;
+        s.weights.lambda_info = self.lambda_info;
+        s
+    }
+}

@@ -53,6 +53,8 @@ pub enum RunError {
     #[error(transparent)]
     Engine(#[from] crate::Error),
     #[error(transparent)]
+    Settings(#[from] crate::config::ConfigError),
+    #[error(transparent)]
     Models(#[from] crate::models::ModelError),
     #[error(transparent)]
     History(#[from] crate::history::HistoryError),
