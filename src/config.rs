@@ -339,8 +339,9 @@ pub struct ResearchDefaults {
 
 /// The default chat model on CPU.
 pub const DEFAULT_CHAT_MODEL: &str = "qwen2.5-coder-1.5b-instruct";
-/// The small model the test suite uses.
-pub const TEST_CHAT_MODEL: &str = "smollm2-135m-instruct";
+/// The smallest chat model of the manifest (SmolLM2-135M): fast enough for the test suite, too
+/// small for its own output to be judged (`checks::judge::threshold_for`).
+pub const SMOLLM2_CHAT_MODEL: &str = "smollm2-135m-instruct";
 /// The default embedding model.
 pub const DEFAULT_EMBED_MODEL: &str = "all-minilm-l6-v2";
 

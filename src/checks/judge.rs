@@ -38,7 +38,7 @@ pub const UNCALIBRATED_THRESHOLD: f32 = 0.5;
 pub fn threshold_for(model: &str) -> f32 {
     match model {
         crate::config::DEFAULT_CHAT_MODEL => SUPPORT_JUDGE_THRESHOLD,
-        crate::config::TEST_CHAT_MODEL => 0.0,
+        crate::config::SMOLLM2_CHAT_MODEL => 0.0,
         _ => UNCALIBRATED_THRESHOLD,
     }
 }
@@ -199,7 +199,7 @@ mod tests {
             threshold_for(crate::config::DEFAULT_CHAT_MODEL),
             SUPPORT_JUDGE_THRESHOLD
         );
-        assert_eq!(threshold_for(crate::config::TEST_CHAT_MODEL), 0.0);
+        assert_eq!(threshold_for(crate::config::SMOLLM2_CHAT_MODEL), 0.0);
         assert_eq!(threshold_for("qwen2.5-7b-instruct"), UNCALIBRATED_THRESHOLD);
     }
 

@@ -18,7 +18,6 @@ pub mod grammar;
 pub mod llama;
 pub mod offload;
 pub mod openai;
-pub mod replay;
 pub mod vulkan_shaders;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -190,7 +190,7 @@ mod tests {
         let m = Manifest::builtin();
         for name in [
             crate::config::DEFAULT_CHAT_MODEL,
-            crate::config::TEST_CHAT_MODEL,
+            crate::config::SMOLLM2_CHAT_MODEL,
             crate::config::DEFAULT_EMBED_MODEL,
             "onnxruntime",
         ] {

@@ -65,13 +65,15 @@ pub fn start() {
     rudder::embed::disable_onnx_telemetry_env();
 }
 
-/// The exit status for a command's result, printing the error (with its causes) if any.
+/// The exit status for a command's result, printing the error (with each cause once) and its
+/// remedy, if any.
 pub fn finish(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
             let error: &(dyn std::error::Error + 'static) = e.as_ref();
+            // Each cause once: many messages already quote their source.
+            eprintln!("error: {}", rudder::text::error_chain(error));
             if let Some(remedy) = rudder::remedy::remedy_of(error) {
                 eprintln!("to fix it: {}", remedy_as_a_command(&remedy));
             }

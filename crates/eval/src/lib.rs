@@ -21,6 +21,7 @@ pub mod persona;
 mod prompts;
 pub mod quality;
 pub mod relevance;
+pub mod replay;
 pub mod retrieval;
 pub mod runner;
 pub mod summary;

@@ -383,8 +383,8 @@ fn run_eval(
     options: &RunOptions,
     out: &std::path::Path,
 ) -> anyhow::Result<ExitCode> {
-    use rudder::llm::replay::ReplayCache;
     use rudder::llm::Llm;
+    use rudder_eval::replay::ReplayCache;
     use rudder_eval::runner::{research_settings, run_case, RunContext};
     let mut cases = rudder_eval::read_eval_cases(cases_path)?;
     if let Some(n) = options.limit {
@@ -641,7 +641,7 @@ fn build_cases(
     let model = rudder::llm::open_chat(&store, &ctx.settings, ctx.model.as_deref())?;
     // Kept beside the cases: an interrupted build run again replays what it had generated.
     let cache_path = out.join("llm-cache.jsonl");
-    let llm = rudder::llm::replay::ReplayCache::open(model.as_ref(), &cache_path)
+    let llm = rudder_eval::replay::ReplayCache::open(model.as_ref(), &cache_path)
         .with_context(|| format!("opening {}", cache_path.display()))?;
     let progress = CountProgress::default();
     let report = rudder_eval::build_cases(&source, &llm, &embedder, options, out, &progress)
@@ -809,7 +809,7 @@ fn quality(
     eval_dir: Option<PathBuf>,
     options: &QualityOptions,
 ) -> anyhow::Result<ExitCode> {
-    use rudder::llm::replay::ReplayCache;
+    use rudder_eval::replay::ReplayCache;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let set_dir = set_dir.unwrap_or_else(|| out.join("set"));
     let set = rudder_eval::quality::open_or_write_set(&set_dir, seed)?;

@@ -9,9 +9,9 @@ use rudder_testkit as common;
 
 use rudder::embed::{Embedder, FastEmbedder};
 use rudder::history::NoProgress;
-use rudder::llm::replay::ReplayCache;
 use rudder::sources::docs::Library;
 use rudder_eval::quality::{self, QualityContext, QualityOptions, ReportSystem};
+use rudder_eval::replay::ReplayCache;
 
 /// A two-question Researchy-shaped split: queries.jsonl and key points.
 fn researchy(dir: &std::path::Path) {

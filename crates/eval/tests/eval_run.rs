@@ -8,9 +8,9 @@ use rudder_testkit as common;
 
 use rudder::embed::{Embedder, FastEmbedder};
 use rudder::history::NoProgress;
-use rudder::llm::replay::ReplayCache;
 use rudder::sources::docs::Library;
 use rudder_eval::cases::{CaseAspect, CasePersona, EvalCase};
+use rudder_eval::replay::ReplayCache;
 use rudder_eval::runner::{run_case, RunContext, System};
 use rudder_eval::summary::{markdown_table, plot_against_c0};
 

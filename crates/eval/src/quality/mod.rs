@@ -38,6 +38,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::matchers::{self, Calibration, NeedMatcher, NeedPair, SupportMatcher};
+use crate::replay::Metered;
 use crate::retrieval::{self, ModeSummary, RetrievalCase, RetrievalReport};
 use crate::EvalError;
 use findings::{Consistency, FindingCoverage};
@@ -45,7 +46,6 @@ use hygiene::{Hygiene, ReportText};
 use rudder::config::ResearchDefaults;
 use rudder::embed::Embedder;
 use rudder::history::{History, Progress};
-use rudder::llm::replay::Metered;
 use rudder::llm::{Llm, Usage};
 use rudder::research::events::Collect;
 use rudder::research::report::NOT_COVERED_OPENING;

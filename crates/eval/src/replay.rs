@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{CancelToken, Completion, FinishReason, Llm, LlmError, Request, Usage};
+use rudder::llm::{CancelToken, Completion, FinishReason, Llm, LlmError, Request, Usage};
 
 /// One line of the cache file.
 #[derive(Serialize, Deserialize)]
@@ -234,7 +234,7 @@ impl Llm for Metered<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{GenerationOptions, Message, OutputFormat, Timing};
+    use rudder::llm::{GenerationOptions, Message, OutputFormat, Timing};
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::time::Duration;
 
