@@ -12,7 +12,7 @@ use rudder::clarify::{
     self, ClarifyAnswer, ClarifyContext, ClarifyQuestion, ClarifySettings, ClarifyTurn,
     RejectReason,
 };
-use rudder::embed::{cosine, EmbedError, Embedder};
+use rudder::embed::{cosine, Embedder};
 use rudder::llm::{FinishReason, LlmError};
 use serde_json::json;
 
@@ -58,39 +58,9 @@ fn truncated(question: &str, options: &[&str]) -> String {
     full[..full.len() / 2].to_string()
 }
 
-/// Buckets for [`BagOfWords`]: enough that the fixtures' words (and the generic aspects') do
-/// not collide.
-const BUCKETS: usize = 4096;
-
-/// Words hashed into buckets, normalised: texts sharing words are similar.
-struct BagOfWords;
-
-impl Embedder for BagOfWords {
-    fn dimensions(&self) -> usize {
-        BUCKETS
-    }
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        Ok(texts
-            .iter()
-            .map(|t| {
-                let mut v = vec![0f32; BUCKETS];
-                for w in t
-                    .split(|c: char| !c.is_alphanumeric())
-                    .filter(|w| w.len() > 2)
-                {
-                    let mut h: u64 = 0xcbf29ce484222325;
-                    for b in w.to_lowercase().bytes() {
-                        h = (h ^ u64::from(b)).wrapping_mul(0x100000001b3);
-                    }
-                    v[(h % BUCKETS as u64) as usize] += 1.0;
-                }
-                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
-                v.iter_mut().for_each(|x| *x /= norm);
-                v
-            })
-            .collect())
-    }
-}
+/// Enough buckets that the fixtures' words (and the generic aspects') do not collide.
+const BAG_OF_WORDS: rudder_testkit::scripted::HashedWords =
+    rudder_testkit::scripted::HashedWords(4096);
 
 const QUERY: &str = "Which tent should I buy for hiking?";
 
@@ -143,7 +113,7 @@ fn a_redundant_candidate_is_replaced_and_the_retry_prompt_avoids_it() {
             ],
         ),
     ]);
-    let p = clarify::propose(&llm, &BagOfWords, &ctx(), &[earlier_turn()], &settings()).unwrap();
+    let p = clarify::propose(&llm, &BAG_OF_WORDS, &ctx(), &[earlier_turn()], &settings()).unwrap();
     let q = p.question.expect("the second candidate is asked");
     assert_eq!(q.turn, 2);
     assert_eq!(q.question, "How heavy a tent can you carry on the hike?");
@@ -187,7 +157,7 @@ fn an_unrelated_candidate_is_dropped() {
             &["Summer hiking", "All four seasons"],
         ),
     ]);
-    let p = clarify::propose(&llm, &BagOfWords, &ctx(), &[], &settings()).unwrap();
+    let p = clarify::propose(&llm, &BAG_OF_WORDS, &ctx(), &[], &settings()).unwrap();
     assert_eq!(
         p.question.unwrap().question,
         "Which season will you hike in with the tent?"
@@ -209,7 +179,7 @@ fn a_restated_query_is_redundant_and_the_retry_names_an_aspect() {
             &["Summer hiking", "Winter camping"],
         ),
     ]);
-    let p = clarify::propose(&llm, &BagOfWords, &ctx(), &[], &settings()).unwrap();
+    let p = clarify::propose(&llm, &BAG_OF_WORDS, &ctx(), &[], &settings()).unwrap();
     assert_eq!(
         p.question.unwrap().question,
         "What will you use the tent for?"
@@ -228,7 +198,7 @@ fn a_restated_query_is_redundant_and_the_retry_names_an_aspect() {
         prompts[1]
     );
     let llm = scripted(vec![candidate(EARLIER, &["One", "Two"])]);
-    clarify::propose(&llm, &BagOfWords, &ctx(), &[earlier_turn()], &settings()).unwrap();
+    clarify::propose(&llm, &BAG_OF_WORDS, &ctx(), &[earlier_turn()], &settings()).unwrap();
     let prompts = llm.prompts();
     assert!(
         prompts[1].contains("\"How much detail do you want?\""),
@@ -246,13 +216,13 @@ fn a_restated_query_is_redundant_and_the_retry_names_an_aspect() {
 fn a_generic_question_is_relevant_through_the_aspects() {
     // No word in common with the query, but it is what any research can be clarified on.
     let q = question(1, "Who is the report for?", &["Me", "My manager"]);
-    let r = clarify::relevance(&BagOfWords, &ctx(), &q).unwrap();
+    let r = clarify::relevance(&BAG_OF_WORDS, &ctx(), &q).unwrap();
     assert!(r > 0.99, "{r}");
     let llm = scripted(vec![candidate(
         "Who is the report for?",
         &["Me", "My manager"],
     )]);
-    let p = clarify::propose(&llm, &BagOfWords, &ctx(), &[], &settings()).unwrap();
+    let p = clarify::propose(&llm, &BAG_OF_WORDS, &ctx(), &[], &settings()).unwrap();
     assert!(p.question.is_some() && p.rejected.is_empty());
 }
 
@@ -260,7 +230,7 @@ fn a_generic_question_is_relevant_through_the_aspects() {
 fn after_every_attempt_fails_there_is_no_question() {
     // The model keeps repeating the earlier question: three attempts, then the dialogue ends.
     let llm = scripted(vec![candidate(EARLIER, &["One", "Two"])]);
-    let p = clarify::propose(&llm, &BagOfWords, &ctx(), &[earlier_turn()], &settings()).unwrap();
+    let p = clarify::propose(&llm, &BAG_OF_WORDS, &ctx(), &[earlier_turn()], &settings()).unwrap();
     assert!(p.question.is_none());
     assert_eq!(p.rejected.len(), 3);
     assert_eq!(p.completions.len(), 3);
@@ -272,7 +242,7 @@ fn after_every_attempt_fails_there_is_no_question() {
         attempts: 1,
         ..settings()
     };
-    let p = clarify::propose(&llm, &BagOfWords, &ctx(), &[earlier_turn()], &custom).unwrap();
+    let p = clarify::propose(&llm, &BAG_OF_WORDS, &ctx(), &[earlier_turn()], &custom).unwrap();
     assert!(p.question.is_none());
     assert_eq!(p.completions.len(), 1);
 }
@@ -287,7 +257,7 @@ fn truncated_output_counts_as_an_attempt() {
         truncated("What will you use the tent for?", &["Hiking", "Camping"]),
         good,
     ]);
-    let p = clarify::propose(&llm, &BagOfWords, &ctx(), &[], &settings()).unwrap();
+    let p = clarify::propose(&llm, &BAG_OF_WORDS, &ctx(), &[], &settings()).unwrap();
     assert!(p.question.is_some());
     assert!(
         p.rejected.is_empty(),
@@ -306,7 +276,7 @@ fn truncated_output_counts_as_an_attempt() {
 
     // Only unusable output: no question and no error.
     let llm = scripted(vec![truncated("What for?", &["Hiking", "Camping"])]);
-    let p = clarify::propose(&llm, &BagOfWords, &ctx(), &[], &settings()).unwrap();
+    let p = clarify::propose(&llm, &BAG_OF_WORDS, &ctx(), &[], &settings()).unwrap();
     assert!(p.question.is_none());
     assert_eq!(p.completions.len(), 3);
     // Options that collapse to fewer than two distinct ones are unusable too.
@@ -314,7 +284,7 @@ fn truncated_output_counts_as_an_attempt() {
         "Which tent size do you need for hiking?",
         &["1. Small", "small"],
     )]);
-    let p = clarify::propose(&llm, &BagOfWords, &ctx(), &[], &settings()).unwrap();
+    let p = clarify::propose(&llm, &BAG_OF_WORDS, &ctx(), &[], &settings()).unwrap();
     assert!(p.question.is_none());
 }
 
@@ -325,11 +295,11 @@ fn no_question_after_the_last_turn_or_a_skip() {
         max_turns: 1,
         ..settings()
     };
-    let p = clarify::propose(&llm, &BagOfWords, &ctx(), &[earlier_turn()], &one_turn).unwrap();
+    let p = clarify::propose(&llm, &BAG_OF_WORDS, &ctx(), &[earlier_turn()], &one_turn).unwrap();
     assert!(p.question.is_none() && p.completions.is_empty());
     let mut skipped = earlier_turn();
     skipped.answer = ClarifyAnswer::parse("skip", &skipped.question);
-    let p = clarify::propose(&llm, &BagOfWords, &ctx(), &[skipped], &settings()).unwrap();
+    let p = clarify::propose(&llm, &BAG_OF_WORDS, &ctx(), &[skipped], &settings()).unwrap();
     assert!(p.question.is_none() && p.completions.is_empty());
     assert!(llm.prompts().is_empty());
 }
@@ -457,10 +427,10 @@ fn an_unusable_summary_falls_back_to_the_query_and_answers() {
 fn the_bag_of_words_cosine_separates_the_scripted_candidates() {
     // Guards the fixtures above: the redundant candidate is a copy, the off-topic one shares
     // no words with the query or the generic aspects, the on-topic ones do.
-    let e = BagOfWords.embed(&[EARLIER, EARLIER]).unwrap();
+    let e = BAG_OF_WORDS.embed(&[EARLIER, EARLIER]).unwrap();
     assert!(cosine(&e[0], &e[1]) > 0.99);
     let relevance = |q: &str, options: &[&str]| {
-        clarify::relevance(&BagOfWords, &ctx(), &question(1, q, options)).unwrap()
+        clarify::relevance(&BAG_OF_WORDS, &ctx(), &question(1, q, options)).unwrap()
     };
     let off = relevance(OFF_TOPIC, &["Red paint", "Blue paint"]);
     assert!(off < 0.2, "{off}");

@@ -5,11 +5,8 @@ use rudder_testkit as common;
 use std::process::{Command, Output};
 
 fn rudder(data: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rudder"))
+    common::command(env!("CARGO_BIN_EXE_rudder"), data)
         .args(args)
-        .env("RUDDER_DATA_DIR", data)
-        .env("RUDDER_MODELS_DIR", common::models_dir())
-        .env_remove("RUDDER_LOG")
         .output()
         .expect("run rudder")
 }

@@ -6,12 +6,8 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 fn rudder(data: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rudder"))
+    common::command(env!("CARGO_BIN_EXE_rudder"), data)
         .args(args)
-        .env("RUDDER_DATA_DIR", data)
-        .env("RUDDER_MODELS_DIR", common::models_dir())
-        .env_remove("RUDDER_LOG")
-        .stdin(Stdio::null())
         .output()
         .expect("run rudder")
 }
@@ -308,12 +304,8 @@ fn two_first_imports_at_once_do_not_trip_over_the_setup() {
     for round in 0..3 {
         let data = tmp.path().join(format!("data-{round}"));
         let start = |data: &Path| {
-            Command::new(env!("CARGO_BIN_EXE_rudder"))
+            common::command(env!("CARGO_BIN_EXE_rudder"), data)
                 .args(["import", "--no-embed", export.to_str().unwrap()])
-                .env("RUDDER_DATA_DIR", data)
-                .env("RUDDER_MODELS_DIR", common::models_dir())
-                .env_remove("RUDDER_LOG")
-                .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()

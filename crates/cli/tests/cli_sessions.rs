@@ -5,7 +5,7 @@
 use rudder_testkit as common;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use rudder::research::{Event, Provenance, ResearchState, TaskStatus};
@@ -19,12 +19,8 @@ const DOCS: &[(&str, &str)] = &[
 ];
 
 fn rudder(data: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rudder"))
+    common::command(env!("CARGO_BIN_EXE_rudder"), data)
         .args(args)
-        .env("RUDDER_DATA_DIR", data)
-        .env("RUDDER_MODELS_DIR", common::models_dir())
-        .env_remove("RUDDER_LOG")
-        .stdin(Stdio::null())
         .output()
         .expect("run rudder")
 }
@@ -57,7 +53,7 @@ fn steer_from_another_process_then_sigkill_and_resume() {
     }
     let report = tmp.path().join("report.md");
     let log = std::fs::File::create(tmp.path().join("research.log")).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rudder"))
+    let mut child = common::command(env!("CARGO_BIN_EXE_rudder"), &data)
         .args([
             "--model",
             common::CHAT_MODEL,
@@ -72,10 +68,6 @@ fn steer_from_another_process_then_sigkill_and_resume() {
             "--out",
             report.to_str().unwrap(),
         ])
-        .env("RUDDER_DATA_DIR", &data)
-        .env("RUDDER_MODELS_DIR", common::models_dir())
-        .env_remove("RUDDER_LOG")
-        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()

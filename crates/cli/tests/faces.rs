@@ -70,7 +70,7 @@ fn session_ids(data: &std::path::Path) -> Vec<i64> {
 fn start_from_the_cli(data: &std::path::Path, question: &str) -> (i64, Option<(bool, String)>) {
     let before = session_ids(data);
     let log = tempfile::NamedTempFile::new().unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rudder"))
+    let mut child = common::command(env!("CARGO_BIN_EXE_rudder"), data)
         .args([
             "research",
             question,
@@ -82,10 +82,6 @@ fn start_from_the_cli(data: &std::path::Path, question: &str) -> (i64, Option<(b
             "--no-clarify",
             "--never-ask",
         ])
-        .env("RUDDER_DATA_DIR", data)
-        .env("RUDDER_MODELS_DIR", common::models_dir())
-        .env_remove("RUDDER_LOG")
-        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(log.reopen().unwrap())
         .spawn()

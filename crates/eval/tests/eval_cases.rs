@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rudder::embed::{cosine, EmbedError, Embedder};
+use rudder::embed::{cosine, Embedder};
 use rudder::history::{Format, History, ImportOptions, NoProgress};
 use rudder::llm::{CancelToken, Completion, FinishReason, Llm, LlmError, Request, Timing, Usage};
 use rudder_eval::{build_cases, BuildOptions, EvalCase, EvalError, EvalSource};
@@ -140,29 +140,9 @@ impl Llm for ScriptedLlm {
     }
 }
 
-/// Word counts hashed into 256 dimensions.
-struct BagOfWords;
-
-impl Embedder for BagOfWords {
-    fn dimensions(&self) -> usize {
-        256
-    }
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        Ok(texts
-            .iter()
-            .map(|t| {
-                let mut v = vec![0f32; 256];
-                for w in t
-                    .split(|c: char| !c.is_alphanumeric())
-                    .filter(|w| w.len() > 2)
-                {
-                    v[(stable(&w.to_lowercase()) % 256) as usize] += 1.0;
-                }
-                v
-            })
-            .collect())
-    }
-}
+/// Words hashed into 256 dimensions.
+const BAG_OF_WORDS: rudder_testkit::scripted::HashedWords =
+    rudder_testkit::scripted::HashedWords(256);
 
 /// A small evaluation folder: 5 questions with key points, 6 profiles, 4 personalities.
 fn eval_dir(root: &Path) -> PathBuf {
@@ -239,7 +219,7 @@ fn build(
     out: &Path,
 ) -> Result<rudder_eval::BuildReport, EvalError> {
     let source = EvalSource::load(dir, "researchy-dev")?;
-    build_cases(&source, llm, &BagOfWords, options, out, &NoProgress)
+    build_cases(&source, llm, &BAG_OF_WORDS, options, out, &NoProgress)
 }
 
 fn read(path: &Path) -> String {
@@ -321,7 +301,7 @@ fn near_duplicate_profile_is_rejected_and_redrawn() {
 }
 
 fn bow(text: &str) -> Vec<f32> {
-    BagOfWords.embed(&[text]).unwrap().remove(0)
+    BAG_OF_WORDS.embed(&[text]).unwrap().remove(0)
 }
 
 #[test]

@@ -35,6 +35,18 @@ pub fn models_dir() -> PathBuf {
         .unwrap_or_else(|| repo_root().join(".models"))
 }
 
+/// A command that runs the binary at `exe` (a test's `env!("CARGO_BIN_EXE_…")`) on the data
+/// directory `data`, with the shared test models, the default log level and no stdin.
+pub fn command(exe: &str, data: &std::path::Path) -> std::process::Command {
+    let mut command = std::process::Command::new(exe);
+    command
+        .env("RUDDER_DATA_DIR", data)
+        .env("RUDDER_MODELS_DIR", models_dir())
+        .env_remove("RUDDER_LOG")
+        .stdin(std::process::Stdio::null());
+    command
+}
+
 /// The model store over the shared test models, failing loudly if they were not fetched.
 pub fn store() -> ModelStore {
     let dir = models_dir();

@@ -350,18 +350,20 @@ impl Llm for ScriptedLlm {
     }
 }
 
-/// Words hashed into 64 buckets, normalised: texts sharing words are similar.
-pub struct BagOfWords;
+/// Words of more than two letters hashed into `.0` buckets (FNV-1a), normalised: texts
+/// sharing words are similar. More buckets, fewer collisions.
+pub struct HashedWords(pub usize);
 
-impl Embedder for BagOfWords {
+impl Embedder for HashedWords {
     fn dimensions(&self) -> usize {
-        64
+        self.0
     }
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let n = self.0;
         Ok(texts
             .iter()
             .map(|t| {
-                let mut v = vec![0f32; 64];
+                let mut v = vec![0f32; n];
                 for w in t
                     .split(|c: char| !c.is_alphanumeric())
                     .filter(|w| w.len() > 2)
@@ -370,13 +372,25 @@ impl Embedder for BagOfWords {
                     for b in w.to_lowercase().bytes() {
                         h = (h ^ u64::from(b)).wrapping_mul(0x100000001b3);
                     }
-                    v[(h % 64) as usize] += 1.0;
+                    v[(h % n as u64) as usize] += 1.0;
                 }
                 let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
                 v.iter_mut().for_each(|x| *x /= norm);
                 v
             })
             .collect())
+    }
+}
+
+/// [`HashedWords`] with 64 buckets, the research loop tests' embedder.
+pub struct BagOfWords;
+
+impl Embedder for BagOfWords {
+    fn dimensions(&self) -> usize {
+        64
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        HashedWords(64).embed(texts)
     }
 }
 
