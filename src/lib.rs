@@ -23,6 +23,7 @@ pub mod history;
 pub mod llm;
 pub mod models;
 pub mod profile;
+pub mod progress;
 pub mod prompts;
 pub mod remedy;
 pub mod research;

@@ -174,7 +174,7 @@ pub struct CountProgress {
     plain: PlainLines,
 }
 
-impl rudder::history::Progress for CountProgress {
+impl rudder::progress::Progress for CountProgress {
     fn begin(&self, what: &str, total: Option<u64>) {
         let bar = match total {
             Some(total) => ProgressBar::new(total).with_style(
@@ -229,7 +229,7 @@ impl rudder::history::Progress for CountProgress {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rudder::history::Progress;
+    use rudder::progress::Progress;
     use std::sync::Arc;
 
     /// A writer the test can read back.

@@ -33,7 +33,7 @@ pub use store::{DocumentInfo, RootInfo, StoreCounts};
 
 use super::{CitationTarget, Evidence, Source, SourceError};
 use crate::embed::{EmbedError, Embedder};
-use crate::history::Progress;
+use crate::progress::Progress;
 use crate::retrieval::{reciprocal_rank_fusion, IndexError, QuantizedVector};
 use index::TextIndex;
 pub use store::ChunkRow;
