@@ -18,6 +18,8 @@ pub enum Error {
     #[error(transparent)]
     Settings(#[from] crate::config::ConfigError),
     #[error(transparent)]
+    Prompt(#[from] crate::prompts::PromptError),
+    #[error(transparent)]
     Model(#[from] crate::models::ModelError),
     #[error(transparent)]
     Llm(#[from] crate::llm::LlmError),
@@ -31,6 +33,7 @@ impl Error {
         match self {
             Error::Model(e) => e.remedy(),
             Error::Embed(e) => e.remedy(),
+            Error::Llm(e) => e.remedy(),
             _ => None,
         }
     }

@@ -16,10 +16,12 @@
 pub mod app;
 pub mod checks;
 pub mod config;
+pub mod diagnose;
 pub mod embed;
 pub mod error;
 pub mod fsutil;
 pub mod history;
+pub mod html;
 pub mod llm;
 pub mod models;
 pub mod profile;

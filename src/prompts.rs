@@ -5,7 +5,13 @@
 use minijinja::Environment;
 use serde::Serialize;
 
-use crate::error::{Error, Result};
+/// A prompt template that does not exist or does not render: a bug in `prompts/`, not in what
+/// the user gave.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct PromptError(String);
+
+type Result<T> = std::result::Result<T, PromptError>;
 
 /// (name, template source) for every prompt file.
 const TEMPLATES: &[(&str, &str)] = &[
@@ -108,14 +114,14 @@ pub fn render_from<S: Serialize>(
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     for (template_name, source) in templates {
         env.add_template(template_name, source)
-            .map_err(|e| Error::Config(format!("prompts/{template_name}.md: {e}")))?;
+            .map_err(|e| PromptError(format!("prompts/{template_name}.md: {e}")))?;
     }
     let template = env
         .get_template(name)
-        .map_err(|e| Error::Config(format!("prompt `{name}`: {e}")))?;
+        .map_err(|e| PromptError(format!("prompt `{name}`: {e}")))?;
     let text = template
         .render(context)
-        .map_err(|e| Error::Config(format!("prompts/{name}.md: {e}")))?;
+        .map_err(|e| PromptError(format!("prompts/{name}.md: {e}")))?;
     Ok(text.trim().to_string())
 }
 

@@ -1,8 +1,7 @@
 //! What a person can do about an error. The engine names the remedy; each face words it — the
 //! CLI as a command to run, the window as a screen to open — so no engine message names a CLI
-//! command the window would then show.
-
-use std::error::Error as StdError;
+//! command the window would then show. A leaf: every error type may name one
+//! (`fn remedy(&self)`); [`crate::diagnose::remedy_of`] finds it through wrappers and causes.
 
 /// A step that fixes an error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,61 +20,4 @@ pub enum Remedy {
     SteerElsewhere(i64),
     /// The history database is damaged: import the exports again (they are the source).
     Reimport,
-}
-
-/// The remedy an error names, looking through the errors it wraps and its causes.
-pub fn remedy_of(error: &(dyn StdError + 'static)) -> Option<Remedy> {
-    let mut next = Some(error);
-    while let Some(e) = next {
-        if let Some(r) = named_by(e) {
-            return Some(r);
-        }
-        next = e.source();
-    }
-    None
-}
-
-/// The remedy `e` itself names, if it is one of the engine's errors.
-fn named_by(e: &(dyn StdError + 'static)) -> Option<Remedy> {
-    macro_rules! try_types {
-        ($($t:ty),* $(,)?) => {
-            $(if let Some(e) = e.downcast_ref::<$t>() {
-                return e.remedy();
-            })*
-        };
-    }
-    try_types!(
-        crate::app::AppError,
-        crate::session::runner::RunError,
-        crate::research::ResearchError,
-        crate::session::SessionError,
-        crate::Error,
-        crate::models::ModelError,
-        crate::embed::EmbedError,
-        crate::history::HistoryError,
-        crate::history::store::StoreError,
-        crate::sources::docs::DocsError,
-    );
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_remedy_is_found_through_wrappers_and_causes() {
-        let missing = crate::models::ModelError::Missing {
-            model: "m".into(),
-            path: "/nowhere/m.gguf".into(),
-        };
-        let message = missing.to_string();
-        assert!(!message.contains("rudder "), "{message}");
-        let wrapped = crate::session::runner::RunError::Engine(crate::Error::Model(missing));
-        assert_eq!(remedy_of(&wrapped), Some(Remedy::FetchModel("m".into())));
-        let research = crate::research::ResearchError::NoSources;
-        assert_eq!(remedy_of(&research), Some(Remedy::AddSources));
-        let io = std::io::Error::other("disk full");
-        assert_eq!(remedy_of(&io), None);
-    }
 }

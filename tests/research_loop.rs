@@ -304,7 +304,7 @@ fn no_sources_is_a_clear_error() {
     assert!(err.to_string().contains("no sources"), "{err}");
     // The engine names the remedy; each face words it (a command, a screen).
     assert_eq!(
-        rudder::remedy::remedy_of(&err),
+        rudder::diagnose::remedy_of(&err),
         Some(rudder::remedy::Remedy::AddSources)
     );
 }

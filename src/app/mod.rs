@@ -59,6 +59,8 @@ pub enum AppError {
     #[error(transparent)]
     Embed(#[from] crate::embed::EmbedError),
     #[error(transparent)]
+    Llm(#[from] crate::llm::LlmError),
+    #[error(transparent)]
     Profile(#[from] crate::profile::ProfileError),
     #[error(transparent)]
     Run(#[from] crate::session::runner::RunError),
@@ -87,6 +89,7 @@ impl AppError {
             AppError::Session(e) => e.remedy(),
             AppError::Research(e) => e.remedy(),
             AppError::Embed(e) => e.remedy(),
+            AppError::Llm(e) => e.remedy(),
             AppError::Run(e) => e.remedy(),
             AppError::UnknownStatement(_) => Some(crate::remedy::Remedy::ListStatements),
             _ => None,

@@ -31,6 +31,11 @@ use serde::{Deserialize, Serialize};
 /// Errors from a generation backend.
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
+    /// The model to open is unknown, missing or damaged.
+    #[error(transparent)]
+    Model(#[from] crate::models::ModelError),
+    #[error("`{name}` is a {role} model, not a chat model")]
+    NotAChatModel { name: String, role: String },
     #[error("loading model {path}: {message}")]
     Load { path: String, message: String },
     #[error("the prompt needs {needed} tokens but the context holds {n_ctx} (raise `llama.context_size`)")]
@@ -444,6 +449,16 @@ pub fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, LlmError> {
     })
 }
 
+impl LlmError {
+    /// What fixes it, when the person can (see [`crate::remedy`]).
+    pub fn remedy(&self) -> Option<crate::remedy::Remedy> {
+        match self {
+            LlmError::Model(e) => e.remedy(),
+            _ => None,
+        }
+    }
+}
+
 /// Opens the chat model the settings name, or `model` when given: the OpenAI-compatible server
 /// when one is configured and no local model was asked for, else the local GGUF (verified
 /// before it is loaded).
@@ -451,17 +466,17 @@ pub fn open_chat(
     store: &crate::models::ModelStore,
     settings: &crate::config::Settings,
     model: Option<&str>,
-) -> crate::Result<Box<dyn Llm>> {
+) -> Result<Box<dyn Llm>, LlmError> {
     if let (Some(server), None) = (&settings.openai, model) {
         return Ok(Box::new(openai::OpenAiLlm::new(server)?));
     }
     let name = model.unwrap_or(&settings.chat_model);
     let spec = store.get(name)?;
     if spec.role != crate::models::Role::Chat {
-        return Err(crate::Error::Config(format!(
-            "`{name}` is a {} model, not a chat model",
-            spec.role
-        )));
+        return Err(LlmError::NotAChatModel {
+            name: name.to_string(),
+            role: spec.role.to_string(),
+        });
     }
     let path = store.ready_path(name)?;
     Ok(Box::new(llama::LlamaLlm::load(

@@ -45,6 +45,8 @@ pub enum ProfileError {
     Llm(#[from] crate::llm::LlmError),
     #[error(transparent)]
     Engine(#[from] crate::Error),
+    #[error(transparent)]
+    Prompt(#[from] crate::prompts::PromptError),
     #[error("{0}")]
     Invalid(String),
 }

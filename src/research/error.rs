@@ -11,6 +11,8 @@ pub enum ResearchError {
     Source(#[from] crate::sources::SourceError),
     #[error(transparent)]
     Engine(#[from] crate::Error),
+    #[error(transparent)]
+    Prompt(#[from] crate::prompts::PromptError),
     #[error("{}: {message}", path.display())]
     Input {
         path: std::path::PathBuf,
@@ -35,6 +37,7 @@ impl ResearchError {
         match self {
             ResearchError::NoSources => Some(crate::remedy::Remedy::AddSources),
             ResearchError::Embed(e) => e.remedy(),
+            ResearchError::Llm(e) => e.remedy(),
             ResearchError::Engine(e) => e.remedy(),
             _ => None,
         }

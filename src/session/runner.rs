@@ -55,6 +55,8 @@ pub enum RunError {
     #[error(transparent)]
     Settings(#[from] crate::config::ConfigError),
     #[error(transparent)]
+    Llm(#[from] crate::llm::LlmError),
+    #[error(transparent)]
     Models(#[from] crate::models::ModelError),
     #[error(transparent)]
     History(#[from] crate::history::HistoryError),
@@ -105,6 +107,7 @@ impl RunError {
             RunError::Embedder { name, .. } => Some(Remedy::FetchModel(name.clone())),
             RunError::NothingToResearch => Some(Remedy::AddSources),
             RunError::Engine(e) => e.remedy(),
+            RunError::Llm(e) => e.remedy(),
             RunError::Models(e) => e.remedy(),
             RunError::History(e) => e.remedy(),
             RunError::Docs(e) => e.remedy(),

@@ -74,7 +74,7 @@ pub fn finish(result: anyhow::Result<ExitCode>) -> ExitCode {
             let error: &(dyn std::error::Error + 'static) = e.as_ref();
             // Each cause once: many messages already quote their source.
             eprintln!("error: {}", rudder::text::error_chain(error));
-            if let Some(remedy) = rudder::remedy::remedy_of(error) {
+            if let Some(remedy) = rudder::diagnose::remedy_of(error) {
                 eprintln!("to fix it: {}", remedy_as_a_command(&remedy));
             }
             ExitCode::FAILURE

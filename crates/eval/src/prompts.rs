@@ -53,5 +53,5 @@ const TEMPLATES: &[(&str, &str)] = &[
 
 /// Renders evaluation prompt `name` with `context`.
 pub fn render<S: Serialize>(name: &str, context: S) -> rudder::Result<String> {
-    rudder::prompts::render_from(TEMPLATES, name, context)
+    Ok(rudder::prompts::render_from(TEMPLATES, name, context)?)
 }

@@ -35,7 +35,7 @@ use super::takeout_search::{
 };
 use super::{ImportError, InputFile, Sink};
 use crate::history::session::{Kind, Record, Session};
-use crate::sources::docs::extract::cap_html_depth;
+use crate::html::cap_html_depth;
 
 const CELL_MARKER: &[u8] = b"<div class=\"outer-cell";
 const READ_CHUNK: usize = 64 << 10;
