@@ -1,7 +1,7 @@
 //! The report, assembled in code and then written (STEER *Report Generation*, reworked for a
 //! small model).
 //!
-//! * [`plan`]: sections come from the top-level directions; their learnings are deduplicated
+//! * [`outline`]: sections come from the top-level directions; their learnings are deduplicated
 //!   by meaning, ordered (tree order: broad before specific) and grouped into paragraphs of at
 //!   most three; the best learning of each section opens the summary; the learnings that
 //!   answer one of the reader's needs are kept for *What this means for you*.
@@ -18,7 +18,7 @@
 //! *References*.
 
 mod needs;
-mod plan;
+mod outline;
 mod prose;
 #[cfg(test)]
 mod writing_tests;
@@ -37,7 +37,7 @@ use crate::llm::{Completion, Llm};
 use crate::sources::{CitationTarget, Evidence};
 
 pub use needs::{need_label, needs_from, MAX_NEEDS, NOT_COVERED_OPENING};
-pub use plan::{
+pub use outline::{
     DUPLICATE_COSINE, NEED_MATCH_COSINE, OFF_TOPIC_SECTION, PARAGRAPH_LEARNINGS, SUMMARY_LEARNINGS,
 };
 
@@ -168,7 +168,7 @@ impl Citations {
     }
 }
 
-/// Writes the report: assembled in code ([`plan`]), then written paragraph by paragraph with
+/// Writes the report: assembled in code ([`outline`]), then written paragraph by paragraph with
 /// small checked calls ([`prose`]). `embedder` backs the checks (meaning-level duplicates,
 /// support, needs). Returns the report with the completions of its calls (for accounting) and
 /// calls `on_section` as each section is done.
@@ -178,7 +178,7 @@ pub fn write(
     input: &ReportInput<'_>,
     on_section: &mut dyn FnMut(usize, &str),
 ) -> Result<(Report, Vec<Completion>), ResearchError> {
-    let plan = plan::plan(input, embedder)?;
+    let outline = outline::outline(input, embedder)?;
     let mut writer = Writer::new(
         llm,
         embedder,
@@ -190,7 +190,7 @@ pub fn write(
     // theirs, and it cites them all.
     let with_merged = |l: usize| -> Vec<&Learning> {
         std::iter::once(l)
-            .chain(plan.merged.get(&l).into_iter().flatten().copied())
+            .chain(outline.merged.get(&l).into_iter().flatten().copied())
             .map(|l| &input.learnings[l])
             .collect()
     };
@@ -210,7 +210,7 @@ pub fn write(
     };
     let facts = |ls: &[usize]| -> Vec<Fact> { ls.iter().map(|&l| fact(l)).collect() };
 
-    if plan.summary.is_empty() {
+    if outline.summary.is_empty() {
         let mut report = Report {
             title: super::tree::one_line(input.query, 200),
             query: input.query.to_string(),
@@ -234,14 +234,14 @@ pub fn write(
     let mut jobs = vec![Job {
         slot: Slot::Title,
         work: Work::Heading {
-            prompt: Prompt::new("report_title", query, "", facts(&plan.summary)),
+            prompt: Prompt::new("report_title", query, "", facts(&outline.summary)),
             field: "title",
             fallback: query,
             title: true,
         },
     }];
-    for (section, planned) in plan.sections.iter().enumerate() {
-        for ls in &planned.paragraphs {
+    for (section, outlined) in outline.sections.iter().enumerate() {
+        for ls in &outlined.paragraphs {
             jobs.push(Job {
                 slot: Slot::SectionParagraph(section),
                 work: Work::Paragraph {
@@ -250,7 +250,7 @@ pub fn write(
                 },
             });
         }
-        let lead: Vec<usize> = planned
+        let lead: Vec<usize> = outlined
             .paragraphs
             .iter()
             .flatten()
@@ -262,7 +262,7 @@ pub fn write(
             work: Work::Heading {
                 prompt: Prompt::new("report_heading", query, "", facts(&lead)),
                 field: "heading",
-                fallback: &planned.topic,
+                fallback: &outlined.topic,
                 title: false,
             },
         });
@@ -272,14 +272,14 @@ pub fn write(
     jobs.push(Job {
         slot: Slot::Summary,
         work: Work::Paragraph {
-            learnings: &plan.summary,
-            prompt: Prompt::new("report_summary", query, "", facts(&plan.summary)),
+            learnings: &outline.summary,
+            prompt: Prompt::new("report_summary", query, "", facts(&outline.summary)),
         },
     });
     // What this means for you: each need with the findings that answer it, then the needs
     // no finding answers, in one plain sentence.
     let mut uncovered = Vec::new();
-    for need in &plan.needs {
+    for need in &outline.needs {
         if need.learnings.is_empty() {
             uncovered.push(need.label.clone());
             continue;
@@ -294,7 +294,7 @@ pub fn write(
     }
     // Settled in reading order, but a summary that restates the body after everything else
     // (see above); one that does not is the first to say its findings.
-    if plan.summary_restates {
+    if outline.summary_restates {
         jobs.sort_by_key(|job| matches!(job.slot, Slot::Summary));
     } else {
         jobs.sort_by_key(|job| !matches!(job.slot, Slot::Title | Slot::Summary));
@@ -318,7 +318,7 @@ pub fn write(
         text: String::new(),
         citations: Vec::new(),
     };
-    let mut section_paragraphs: Vec<Vec<Paragraph>> = vec![Vec::new(); plan.sections.len()];
+    let mut section_paragraphs: Vec<Vec<Paragraph>> = vec![Vec::new(); outline.sections.len()];
     let mut sections = Vec::new();
     let mut answered = Vec::new();
     for (job, drafted) in jobs.iter().zip(drafts) {
@@ -333,7 +333,7 @@ pub fn write(
                         options.extend(prose::own_words(f));
                         options
                     })?,
-                    Slot::Summary if plan.summary_restates => {
+                    Slot::Summary if outline.summary_restates => {
                         writer.settle_restating(draft, &facts, &prose::own_words)?
                     }
                     _ => writer.settle(draft, &facts, &prose::own_words)?,
@@ -379,7 +379,7 @@ pub fn write(
                         on_section(sections.len(), &heading);
                         sections.push(Section {
                             heading,
-                            direction: plan.sections[section].direction,
+                            direction: outline.sections[section].direction,
                             paragraphs: std::mem::take(&mut section_paragraphs[section]),
                         });
                     }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::plan::tidy_sentence;
+use super::outline::tidy_sentence;
 use super::prose::Fact;
 use crate::checks::text::{content_words, heading_debris, jaccard, NEAR_DUPLICATE_JACCARD};
 

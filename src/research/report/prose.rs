@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 
 use serde_json::json;
 
-use super::plan::tidy_sentence;
+use super::outline::tidy_sentence;
 use crate::checks::judge::{Judge, TURNED_AROUND};
 use crate::checks::text::{
     content_words, finding_form, foreign_script, heading_debris, jaccard, sentence_debris,

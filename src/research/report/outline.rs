@@ -74,9 +74,9 @@ pub(super) struct PlannedNeed {
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
-pub(super) struct Plan {
+pub(super) struct Outline {
     pub summary: Vec<usize>,
-    /// Whether the summary's learnings are also in the body (see [`plan`]).
+    /// Whether the summary's learnings are also in the body (see [`outline`]).
     pub summary_restates: bool,
     pub sections: Vec<PlannedSection>,
     pub needs: Vec<PlannedNeed>,
@@ -102,8 +102,11 @@ pub(super) fn tidy_sentence(text: &str) -> String {
 }
 
 /// Plans the report: sections from the directions, needs, summary. Every distinct finding is
-/// placed once; those that cannot be are in [`Plan::unplaced`] with the reason.
-pub(super) fn plan(input: &ReportInput<'_>, embedder: &dyn Embedder) -> Result<Plan, EmbedError> {
+/// placed once; those that cannot be are in [`Outline::unplaced`] with the reason.
+pub(super) fn outline(
+    input: &ReportInput<'_>,
+    embedder: &dyn Embedder,
+) -> Result<Outline, EmbedError> {
     let tree = input.tree;
     // (direction, question, learnings in tree order). The root's own learnings come first;
     // a tree without directions is one section from the root.
@@ -309,7 +312,7 @@ pub(super) fn plan(input: &ReportInput<'_>, embedder: &dyn Embedder) -> Result<P
     for (l, why) in &unplaced {
         tracing::info!("report: finding {l} not placed ({why})");
     }
-    Ok(Plan {
+    Ok(Outline {
         summary,
         summary_restates,
         sections,
