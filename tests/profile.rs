@@ -10,7 +10,7 @@ use rudder::embed::{Embedder, FastEmbedder};
 use rudder::history::{ForgetSelector, History, ImportOptions, NoProgress};
 use rudder::llm::Llm;
 use rudder::profile::extract::{Checks, GENERIC_THRESHOLD};
-use rudder::profile::you::statement_key;
+use rudder::profile::user_statements::statement_key;
 use rudder::profile::{ExpansionMode, ProfileOptions, Selection, Statement, You};
 use rudder_synth::{write_export, SynthConfig};
 
@@ -110,7 +110,7 @@ fn profile_with_the_real_model_cites_only_sessions_it_was_shown_and_nothing_gene
             "copied the prompt's example: {s:?}"
         );
     }
-    assert!(carried <= rudder::profile::you::MAX_STANDING);
+    assert!(carried <= rudder::profile::user_statements::MAX_STANDING);
     assert!(
         run.profile.statements().len() - carried <= 7,
         "domain plus at most six inferred"

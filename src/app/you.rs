@@ -12,7 +12,7 @@ use crate::history::UserStatement;
 use crate::history::{History, HistorySource, StoredSession};
 use crate::models::ModelStore;
 use crate::profile::query_profile::DOMAIN_NOT_INFERRED;
-use crate::profile::you::{check_statement, inferred_id, said_id, statement_key};
+use crate::profile::user_statements::{check_statement, inferred_id, said_id, statement_key};
 use crate::profile::{GeneralProfile, ProfileOptions, ProfileRun, QueryProfile, You};
 
 /// Query-aware profiles listed.

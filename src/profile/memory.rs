@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use super::extract::{Checks, Phrase, PhraseKind, Verdict, MERGE_THRESHOLD};
 use super::select::{numbered, session_line};
-use super::you::statement_key;
+use super::user_statements::statement_key;
 use super::{relevance, ProfileError, You};
 use crate::embed::{cosine, Embedder};
 use crate::history::store::Store;

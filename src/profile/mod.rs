@@ -16,7 +16,7 @@ pub mod query_profile;
 pub mod relevance;
 pub mod retrieve;
 pub mod select;
-pub mod you;
+pub mod user_statements;
 
 use std::time::Instant;
 
@@ -30,7 +30,7 @@ pub use query_profile::{criterion_of, CRITERIA};
 pub use query_profile::{Domain, DomainFit, Need, QueryProfile, Statement};
 pub use retrieve::{retrieve, Candidate, ExpansionMode};
 pub use select::{prefilter, Kept, Selected, Selection};
-pub use you::You;
+pub use user_statements::You;
 
 use crate::embed::Embedder;
 use crate::history::{Filter, History, HistoryError};
@@ -189,7 +189,7 @@ pub fn cached_query_profile(
 }
 
 /// Builds (or fetches from the cache) the query-aware profile for `query`, with what the user
-/// told Rudder applied (see [`you`]): their statements first, deleted ones gone, switched-off
+/// told Rudder applied (see [`user_statements`]): their statements first, deleted ones gone, switched-off
 /// sources unread. The cache holds the profile as inferred, so a correction applies at once.
 pub fn query_profile(
     llm: &dyn Llm,
