@@ -612,8 +612,12 @@ impl Session {
     /// once and runs it on a thread with [`Session::resume`]).
     pub fn create(&self, request: &NewSession) -> Result<SessionId, RunError> {
         let config = new_session_config(&self.settings, request, self.chat_model())?;
+        self.store_new(&config)
+    }
+
+    fn store_new(&self, config: &SessionConfig) -> Result<SessionId, RunError> {
         let store = SessionStore::open(&self.paths.sessions_db())?;
-        Ok(SessionLog::create(store, &config)?.id)
+        Ok(SessionLog::create(store, config)?.id)
     }
 
     /// Starts a new session and runs it to its report. The models and sources are opened
@@ -627,23 +631,25 @@ impl Session {
         phase: &mut dyn FnMut(RunPhase),
     ) -> Result<(SessionId, Outcome), RunError> {
         let config = new_session_config(&self.settings, request, self.chat_model())?;
+        let opened;
         let runtime = match &self.runtime {
-            Some(_) => None,
-            None => Some(Runtime::open(
-                &self.paths,
-                &self.settings,
-                self.model.as_deref(),
-                self.embedder.clone(),
-            )?),
+            Some(runtime) => runtime,
+            None => {
+                opened = Runtime::open(
+                    &self.paths,
+                    &self.settings,
+                    self.model.as_deref(),
+                    self.embedder.clone(),
+                )?;
+                &opened
+            }
         };
         let sources = open_sources(&self.paths, &self.settings, &config.sources)?;
         if sources.is_empty() {
             return Err(RunError::NothingToResearch);
         }
-        let store = SessionStore::open(&self.paths.sessions_db())?;
-        let id = SessionLog::create(store, &config)?.id;
+        let id = self.store_new(&config)?;
         phase(RunPhase::Opened { id, events: 0 });
-        let runtime = self.runtime.as_ref().or(runtime.as_ref()).expect("opened");
         let outcome = SessionRun {
             paths: &self.paths,
             id,
