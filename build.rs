@@ -1,8 +1,7 @@
-//! The engine's build script: the CUDA link arguments for its test binaries, and which Vulkan
-//! shader families a Vulkan build has (`crates/build-support`).
+//! The engine's build script: the CUDA link arguments for its test binaries
+//! (`crates/build-support`); rudder-llama's records the Vulkan shader families.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     rudder_build::cuda_link::emit();
-    rudder_build::vulkan_shaders::emit();
 }

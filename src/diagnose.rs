@@ -34,7 +34,7 @@ fn named_by(e: &(dyn StdError + 'static)) -> Option<Remedy> {
         crate::session::SessionError,
         crate::Error,
         crate::models::ModelError,
-        crate::llm::LlmError,
+        crate::llm::OpenError,
         crate::embed::EmbedError,
         crate::history::HistoryError,
         crate::history::store::StoreError,

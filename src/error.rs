@@ -33,7 +33,6 @@ impl Error {
         match self {
             Error::Model(e) => e.remedy(),
             Error::Embed(e) => e.remedy(),
-            Error::Llm(e) => e.remedy(),
             _ => None,
         }
     }

@@ -4,8 +4,8 @@ use serde::Serialize;
 
 use crate::config::{Paths, Settings};
 use crate::error::Result;
+use crate::llm::llama::offload::{self, OffloadPlan, Recommendation, RunMemory};
 use crate::llm::llama::plan_offload;
-use crate::llm::offload::{self, OffloadPlan, Recommendation, RunMemory};
 use crate::models::{ModelState, ModelStore, Role};
 
 /// What the engine is configured to use and whether it is ready.

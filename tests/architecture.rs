@@ -99,3 +99,46 @@ fn the_module_map_lists_every_module_and_every_arrow_points_up_the_table() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// The `[dependencies]`-like tables of a manifest that name `dependency` (by key).
+fn manifests_naming(root: &Path, dependency: &str) -> Vec<String> {
+    let workspace: toml::Table = std::fs::read_to_string(root.join("Cargo.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let members = workspace["workspace"]["members"].as_array().unwrap();
+    let mut naming = Vec::new();
+    for member in members {
+        let dir = member.as_str().unwrap();
+        let manifest: toml::Table = std::fs::read_to_string(root.join(dir).join("Cargo.toml"))
+            .unwrap()
+            .parse()
+            .unwrap();
+        let mut tables: Vec<&toml::Table> =
+            ["dependencies", "dev-dependencies", "build-dependencies"]
+                .iter()
+                .filter_map(|t| manifest.get(*t).and_then(|v| v.as_table()))
+                .collect();
+        if let Some(targets) = manifest.get("target").and_then(|t| t.as_table()) {
+            for target in targets.values().filter_map(|t| t.as_table()) {
+                tables.extend(
+                    ["dependencies", "dev-dependencies"]
+                        .iter()
+                        .filter_map(|t| target.get(*t).and_then(|v| v.as_table())),
+                );
+            }
+        }
+        if tables.iter().any(|t| t.contains_key(dependency)) {
+            naming.push(dir.to_string());
+        }
+    }
+    naming
+}
+
+#[test]
+fn llama_cpp_is_linked_by_its_own_crate_alone() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    assert_eq!(manifests_naming(root, "llama-cpp-2"), ["crates/llama"]);
+    // The seam itself knows no backend.
+    assert!(!manifests_naming(root, "rudder-llama").contains(&"crates/llm".to_string()));
+}

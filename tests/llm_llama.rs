@@ -297,7 +297,7 @@ fn a_shared_prefix_is_copied_between_sequences() {
 #[test]
 fn the_offload_plan_reads_the_real_model_and_says_where_it_runs() {
     use rudder::config::GpuLayers;
-    use rudder::llm::offload::{self, Workload};
+    use rudder::llm::llama::offload::{self, Workload};
 
     let store = common::store();
     let path = store.ready_path(common::CHAT_MODEL).unwrap();

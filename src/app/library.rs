@@ -156,14 +156,16 @@ impl App {
         let paths = non_empty_paths(paths)?;
         let progress = Forward::new(self.notifier.as_ref());
         let mut history = self.history()?;
-        let report = history.import(&paths, &ImportOptions::default(), &progress)?;
-        if report.stored_anything() {
-            if let Some(embedder) = self.embedder()? {
-                let model = self.settings()?.embed_model;
-                history.embed_pending(embedder.as_ref(), &model, &progress)?;
-            }
-        }
-        history.release_writer()?;
+        let embedder = self.embedder()?;
+        let model = self.settings()?.embed_model;
+        let (report, _) = history.import_then_embed(
+            &paths,
+            &ImportOptions::default(),
+            embedder
+                .as_deref()
+                .map(|e| (e as &dyn Embedder, model.as_str())),
+            &progress,
+        )?;
         Ok(report)
     }
 

@@ -61,6 +61,8 @@ pub enum AppError {
     #[error(transparent)]
     Llm(#[from] crate::llm::LlmError),
     #[error(transparent)]
+    OpenModel(#[from] crate::llm::OpenError),
+    #[error(transparent)]
     Profile(#[from] crate::profile::ProfileError),
     #[error(transparent)]
     Run(#[from] crate::session::runner::RunError),
@@ -89,7 +91,7 @@ impl AppError {
             AppError::Session(e) => e.remedy(),
             AppError::Research(e) => e.remedy(),
             AppError::Embed(e) => e.remedy(),
-            AppError::Llm(e) => e.remedy(),
+            AppError::OpenModel(e) => e.remedy(),
             AppError::Run(e) => e.remedy(),
             AppError::UnknownStatement(_) => Some(crate::remedy::Remedy::ListStatements),
             _ => None,

@@ -645,6 +645,28 @@ impl History {
         Ok(())
     }
 
+    /// Imports (as [`import`](Self::import)), releases the text index's writer, then embeds
+    /// what is new when an embedder is given (`(embedder, its model's name)`): what the CLI's
+    /// import and the window's both do. The writer goes first so that another process can
+    /// write while the embedding runs. Returns the report and how many sessions were embedded.
+    pub fn import_then_embed(
+        &mut self,
+        paths: &[PathBuf],
+        options: &ImportOptions,
+        embedder: Option<(&dyn Embedder, &str)>,
+        progress: &dyn Progress,
+    ) -> HistoryResult<(ImportReport, u64)> {
+        let report = self.import(paths, options, progress)?;
+        self.release_writer()?;
+        let embedded = match embedder {
+            Some((embedder, model)) if report.stored_anything() => {
+                self.embed_pending(embedder, model, progress)?
+            }
+            _ => 0,
+        };
+        Ok((report, embedded))
+    }
+
     /// Releases the text index's write lock (call when a long-lived process is done writing).
     pub fn release_writer(&mut self) -> HistoryResult<()> {
         Ok(self.text.close_writer()?)

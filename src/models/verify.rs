@@ -7,8 +7,8 @@ use sha2::{Digest, Sha256};
 
 use super::ModelError;
 
-/// The first four bytes of every GGUF file.
-pub const GGUF_MAGIC: &[u8; 4] = b"GGUF";
+use rudder_llama::gguf::GgufError;
+pub use rudder_llama::gguf::GGUF_MAGIC;
 
 /// Streams a file through sha256.
 pub fn sha256_file(path: &Path) -> Result<String, ModelError> {
@@ -27,27 +27,10 @@ pub fn sha256_file(path: &Path) -> Result<String, ModelError> {
 
 /// Checks that `path` starts like a GGUF file (magic + a version we know of).
 pub fn check_gguf_header(path: &Path) -> Result<u32, ModelError> {
-    let mut file = std::fs::File::open(path).map_err(|e| ModelError::io(path, e))?;
-    let mut header = [0u8; 8];
-    file.read_exact(&mut header)
-        .map_err(|_| ModelError::NotGguf {
-            path: path.to_path_buf(),
-            reason: "shorter than a GGUF header".into(),
-        })?;
-    if &header[..4] != GGUF_MAGIC {
-        return Err(ModelError::NotGguf {
-            path: path.to_path_buf(),
-            reason: format!("starts with {:02x?}, not \"GGUF\"", &header[..4]),
-        });
-    }
-    let version = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
-    if !(1..=3).contains(&version) {
-        return Err(ModelError::NotGguf {
-            path: path.to_path_buf(),
-            reason: format!("unsupported GGUF version {version}"),
-        });
-    }
-    Ok(version)
+    rudder_llama::gguf::check_gguf_header(path).map_err(|e| match e {
+        GgufError::Io { path, source } => ModelError::io(&path, source),
+        GgufError::NotGguf { path, reason } => ModelError::NotGguf { path, reason },
+    })
 }
 
 #[cfg(test)]

@@ -620,32 +620,6 @@ pub(crate) mod tests {
         }
     }
 
-    /// Words hashed into buckets: texts sharing words are similar.
-    struct BagOfWords;
-
-    impl Embedder for BagOfWords {
-        fn dimensions(&self) -> usize {
-            1024
-        }
-        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, crate::embed::EmbedError> {
-            Ok(texts
-                .iter()
-                .map(|t| {
-                    let mut v = vec![0f32; 1024];
-                    for w in t.to_lowercase().split(|c: char| !c.is_alphanumeric()) {
-                        if w.len() > 2 {
-                            let h = w
-                                .bytes()
-                                .fold(7u64, |h, b| h.wrapping_mul(31) + u64::from(b));
-                            v[(h % 1024) as usize] += 1.0;
-                        }
-                    }
-                    v
-                })
-                .collect())
-        }
-    }
-
     const QUERY: &str = "Which running shoes should I buy for my first half marathon?";
 
     #[test]
@@ -687,7 +661,13 @@ pub(crate) mod tests {
     fn generic_phrases_are_refused() {
         let llm = Scripted::new(|_| reply("wants accurate information", "preference", 3));
         let sessions = [search(4, "accurate information about shoes")];
-        let out = extract(&llm, Some(&BagOfWords), QUERY, &sessions).unwrap();
+        let out = extract(
+            &llm,
+            Some(&crate::test_support::WordsEmbedder),
+            QUERY,
+            &sessions,
+        )
+        .unwrap();
         assert!(out.phrases.is_empty(), "{:?}", out.phrases);
         assert_eq!(out.retries, 0, "a generic phrase is dropped, not retried");
         // The same answer passes without the generic check: the embedding check refused it.

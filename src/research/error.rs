@@ -37,7 +37,6 @@ impl ResearchError {
         match self {
             ResearchError::NoSources => Some(crate::remedy::Remedy::AddSources),
             ResearchError::Embed(e) => e.remedy(),
-            ResearchError::Llm(e) => e.remedy(),
             ResearchError::Engine(e) => e.remedy(),
             _ => None,
         }

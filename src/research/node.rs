@@ -585,75 +585,11 @@ fn findings(draft: Draft, evidence: usize, known: &[&str]) -> Findings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::embed::EmbedError;
-    use crate::llm::{CancelToken, FinishReason, LlmError, Request, Timing, Usage};
-    use std::sync::Mutex;
+    use crate::test_support::{ScriptedLlm, WordsEmbedder};
 
     /// Answers each call with the next scripted JSON and keeps the requests.
-    struct Queue {
-        answers: Mutex<Vec<serde_json::Value>>,
-        requests: Mutex<Vec<Request>>,
-    }
-
-    impl Queue {
-        fn new(answers: Vec<serde_json::Value>) -> Self {
-            Self {
-                answers: Mutex::new(answers),
-                requests: Mutex::new(Vec::new()),
-            }
-        }
-    }
-
-    impl Llm for Queue {
-        fn model_name(&self) -> &str {
-            "queue"
-        }
-        fn complete(
-            &self,
-            request: &Request,
-            _on_text: &mut dyn FnMut(&str),
-            _cancel: &CancelToken,
-        ) -> Result<Completion, LlmError> {
-            self.requests.lock().unwrap().push(request.clone());
-            let text = self.answers.lock().unwrap().remove(0).to_string();
-            Ok(Completion {
-                text,
-                usage: Usage::default(),
-                timing: Timing::default(),
-                finish: FinishReason::Stop,
-            })
-        }
-    }
-
-    /// Words hashed into buckets: texts sharing words are similar.
-    struct Words;
-
-    impl Embedder for Words {
-        fn dimensions(&self) -> usize {
-            256
-        }
-        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-            Ok(texts
-                .iter()
-                .map(|t| {
-                    let mut v = vec![0f32; 256];
-                    for w in t
-                        .split(|c: char| !c.is_alphanumeric())
-                        .filter(|w| w.len() > 2)
-                    {
-                        let h = w
-                            .to_lowercase()
-                            .bytes()
-                            .fold(0xcbf29ce484222325u64, |h, b| {
-                                (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
-                            });
-                        v[(h % 256) as usize] += 1.0;
-                    }
-                    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
-                    v.iter().map(|x| x / norm).collect()
-                })
-                .collect())
-        }
+    fn queue(answers: Vec<serde_json::Value>) -> ScriptedLlm {
+        ScriptedLlm::in_order(answers.iter().map(|a| a.to_string()).collect())
     }
 
     fn evidence(target: CitationTarget, title: &str, text: &str) -> Evidence {
@@ -678,11 +614,11 @@ mod tests {
     const GREEN: &str = "Green tea is brewed at 70 to 80 degrees for two minutes.";
     const BLACK: &str = "Black tea is brewed with boiling water for four minutes.";
 
-    fn run(llm: &Queue, evidence: &[Evidence]) -> Findings {
+    fn run(llm: &ScriptedLlm, evidence: &[Evidence]) -> Findings {
         run_on(llm, "How should I brew tea?", evidence)
     }
 
-    fn run_on(llm: &Queue, question: &str, evidence: &[Evidence]) -> Findings {
+    fn run_on(llm: &ScriptedLlm, question: &str, evidence: &[Evidence]) -> Findings {
         let persona = Persona::default();
         let ctx = NodeContext {
             query: "How should I brew tea?",
@@ -694,12 +630,12 @@ mod tests {
             leaf: true,
             support_judge: None,
         };
-        research(llm, &Words, &ctx, evidence).unwrap().0
+        research(llm, &WordsEmbedder, &ctx, evidence).unwrap().0
     }
 
     #[test]
     fn a_question_is_refused_and_the_retry_says_why() {
-        let llm = Queue::new(vec![
+        let llm = queue(vec![
             json!({"learnings": [
                 {"insight": "How hot should the water be for green tea?", "sources": [1]},
                 {"insight": BLACK, "sources": [2]},
@@ -718,7 +654,7 @@ mod tests {
         // The first call's finding, and the retry's new one; its repeat is not kept twice.
         assert_eq!(texts, vec![BLACK, GREEN]);
         assert_eq!(f.tags, vec!["brewing"]);
-        let requests = llm.requests.lock().unwrap();
+        let requests = llm.requests();
         assert_eq!(requests.len(), 2);
         let retry = &requests[1].messages;
         assert_eq!(
@@ -745,7 +681,7 @@ mod tests {
 
     #[test]
     fn an_unsupported_learning_is_dropped() {
-        let llm = Queue::new(vec![
+        let llm = queue(vec![
             json!({"learnings": [
                 {"insight": "Oolong tea costs 300 euros per kilogram in Taiwan.", "sources": [1]},
                 {"insight": GREEN, "sources": [1]},
@@ -756,7 +692,7 @@ mod tests {
         ]);
         let f = run(&llm, &[evidence(doc(0), "Green tea", GREEN)]);
         assert_eq!(f.learnings, vec![(GREEN.to_string(), vec![0])]);
-        let requests = llm.requests.lock().unwrap();
+        let requests = llm.requests();
         assert!(requests[1].messages[2]
             .content
             .contains("not supported by the passages it cites"));
@@ -767,7 +703,7 @@ mod tests {
         let question = json!({"learnings": [
             {"insight": "How should the tea be brewed then?", "sources": [1]},
         ], "tags": ["brewing"]});
-        let llm = Queue::new(vec![question.clone(), question]);
+        let llm = queue(vec![question.clone(), question]);
         let ev = [
             evidence(doc(0), "Green tea", &format!("{GREEN} Sencha is steamed")),
             evidence(doc(1), "Black tea", BLACK),
@@ -785,7 +721,7 @@ mod tests {
 
     #[test]
     fn a_true_learning_citing_the_wrong_passage_cites_the_right_one() {
-        let llm = Queue::new(vec![json!({"learnings": [
+        let llm = queue(vec![json!({"learnings": [
             {"insight": format!("2. {GREEN}"), "sources": [1]},
         ], "tags": ["brewing"]})]);
         let ev = [
@@ -795,7 +731,7 @@ mod tests {
         let f = run(&llm, &ev);
         // The list number goes, and the citation moves to the passage that says it.
         assert_eq!(f.learnings, vec![(GREEN.to_string(), vec![1])]);
-        assert_eq!(llm.requests.lock().unwrap().len(), 1);
+        assert_eq!(llm.requests().len(), 1);
     }
 
     #[test]
@@ -806,7 +742,7 @@ mod tests {
             source: None,
             day: None,
         };
-        let llm = Queue::new(vec![json!({"learnings": [
+        let llm = queue(vec![json!({"learnings": [
             {"insight": "The water for green tea should be at 70 to 80 degrees.", "sources": [1]},
             {"insight": BLACK, "sources": [2]},
         ], "tags": ["brewing"]})]);
@@ -824,11 +760,7 @@ mod tests {
             "Your earlier conversation said that the water for green tea should be at 70 to 80 degrees."
         );
         assert_eq!(f.learnings[1].0, BLACK, "a document's finding stays a fact");
-        assert_eq!(
-            llm.requests.lock().unwrap().len(),
-            1,
-            "nothing refused, no retry"
-        );
+        assert_eq!(llm.requests().len(), 1, "nothing refused, no retry");
         // Names keep their capital.
         assert_eq!(
             as_earlier_conversation("Brooks makes stability shoes."),

@@ -57,6 +57,8 @@ pub enum RunError {
     #[error(transparent)]
     Llm(#[from] crate::llm::LlmError),
     #[error(transparent)]
+    OpenModel(#[from] crate::llm::OpenError),
+    #[error(transparent)]
     Models(#[from] crate::models::ModelError),
     #[error(transparent)]
     History(#[from] crate::history::HistoryError),
@@ -107,7 +109,7 @@ impl RunError {
             RunError::Embedder { name, .. } => Some(Remedy::FetchModel(name.clone())),
             RunError::NothingToResearch => Some(Remedy::AddSources),
             RunError::Engine(e) => e.remedy(),
-            RunError::Llm(e) => e.remedy(),
+            RunError::OpenModel(e) => e.remedy(),
             RunError::Models(e) => e.remedy(),
             RunError::History(e) => e.remedy(),
             RunError::Docs(e) => e.remedy(),

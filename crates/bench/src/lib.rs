@@ -25,7 +25,7 @@ pub struct LlmBench {
     pub threads: usize,
     pub gpu_layers: u32,
     /// Where the layers ran, and why (the same plan `rudder status` shows).
-    pub offload: rudder::llm::offload::OffloadPlan,
+    pub offload: rudder::llm::llama::offload::OffloadPlan,
     pub load_seconds: f64,
     pub prompt_tokens: u64,
     pub prompt_tokens_per_s: f64,

@@ -1,6 +1,6 @@
 //! For a Vulkan build (`--features vulkan`): which of ggml-vulkan's fast shader families the
 //! shader compiler can build, found the way llama.cpp's CMake finds them, so `rudder status` can
-//! say when the binary lacks them (`src/llm/vulkan_shaders.rs`).
+//! say when the binary lacks them (`crates/llama/src/vulkan_shaders.rs`).
 //!
 //! ggml-vulkan's CMakeLists compiles a test shader per GLSL extension with the `glslc` that
 //! CMake's FindVulkan picks (`$VULKAN_SDK/bin` first, then `PATH`) and builds the matching
@@ -13,7 +13,7 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The extensions ggml-vulkan tests, by the short names `src/llm/vulkan_shaders.rs` reads.
+/// The extensions ggml-vulkan tests, by the short names `crates/llama/src/vulkan_shaders.rs` reads.
 const EXTENSIONS: [(&str, &str); 3] = [
     ("GL_KHR_cooperative_matrix", "coopmat"),
     ("GL_NV_cooperative_matrix2", "coopmat2"),

@@ -178,20 +178,31 @@ fn embedder(ctx: &Ctx) -> anyhow::Result<Option<(FastEmbedder, String)>> {
 }
 
 fn embed_pending(ctx: &Ctx, history: &mut History) -> anyhow::Result<()> {
-    match embedder(ctx)? {
+    let embedded = match embedder(ctx)? {
         Some((embedder, name)) => {
-            let n = history.embed_pending(&embedder, &name, &CountProgress::default())?;
-            if n > 0 && !ctx.json {
-                eprintln!("embedded {n} sessions with {name}");
-            }
+            Some(history.embed_pending(&embedder, &name, &CountProgress::default())?)
         }
-        None => eprintln!(
-            "note: the embedding model {} is not installed, so only BM25 search is available; \
-             `rudder models fetch {}` then `rudder history embed` adds semantic search",
-            ctx.settings.embed_model, ctx.settings.embed_model
-        ),
-    }
+        None => None,
+    };
+    say_what_was_embedded(ctx, embedded);
     Ok(())
+}
+
+/// "embedded N sessions", or, when the embedding model is not installed (`None`), what that
+/// costs.
+fn say_what_was_embedded(ctx: &Ctx, embedded: Option<u64>) {
+    let name = &ctx.settings.embed_model;
+    if let Some(embedded) = embedded {
+        if embedded > 0 && !ctx.json {
+            eprintln!("embedded {embedded} sessions with {name}");
+        }
+    } else {
+        eprintln!(
+            "note: the embedding model {name} is not installed, so only BM25 search is \
+             available; `rudder models fetch {name}` then `rudder history embed` adds semantic \
+             search"
+        );
+    }
 }
 
 pub fn run_import(ctx: &Ctx, args: ImportArgs) -> anyhow::Result<ExitCode> {
@@ -199,10 +210,17 @@ pub fn run_import(ctx: &Ctx, args: ImportArgs) -> anyhow::Result<ExitCode> {
     let options = ImportOptions {
         format: args.format,
     };
-    let report = history.import(&args.paths, &options, &CountProgress::default())?;
-    history.release_writer()?;
+    let embedder = if args.no_embed { None } else { embedder(ctx)? };
+    let (report, embedded) = history.import_then_embed(
+        &args.paths,
+        &options,
+        embedder
+            .as_ref()
+            .map(|(e, name)| (e as &dyn Embedder, name.as_str())),
+        &CountProgress::default(),
+    )?;
     if report.stored_anything() && !args.no_embed {
-        embed_pending(ctx, &mut history)?;
+        say_what_was_embedded(ctx, embedder.is_some().then_some(embedded));
     }
     if ctx.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

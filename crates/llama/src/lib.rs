@@ -29,12 +29,18 @@ use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::vocab::LlamaVocab;
 use serde::Serialize;
 
-use super::offload::{self, OffloadPlan, Workload};
-use super::{
-    grammar, CancelToken, ChoiceProbabilities, Completion, FinishReason, GenerationOptions, Llm,
-    LlmError, Message, OutputFormat, Request, Timing, Usage,
+pub mod gguf;
+mod grammar;
+pub mod offload;
+mod settings;
+pub mod vulkan_shaders;
+
+use offload::{OffloadPlan, Workload};
+use rudder_llm::{
+    CancelToken, ChoiceProbabilities, Completion, FinishReason, GenerationOptions, Llm, LlmError,
+    Message, OutputFormat, Request, Timing, Usage,
 };
-use crate::config::LlamaSettings;
+pub use settings::{physical_cores, GpuLayers, LlamaSettings};
 
 /// llama.cpp may be initialised once per process.
 pub(crate) fn backend() -> Result<&'static LlamaBackend, LlmError> {
@@ -96,7 +102,7 @@ enum Event {
 impl LlamaLlm {
     /// Loads `path` (a verified GGUF) on a new worker thread and warms it up.
     pub fn load(name: &str, path: &Path, settings: &LlamaSettings) -> Result<Self, LlmError> {
-        crate::models::check_gguf_header(path).map_err(|e| LlmError::Load {
+        gguf::check_gguf_header(path).map_err(|e| LlmError::Load {
             path: path.display().to_string(),
             message: e.to_string(),
         })?;
@@ -295,7 +301,7 @@ pub fn plan_offload(
     parallel: usize,
 ) -> Result<OffloadPlan, LlmError> {
     let devices = offload::gpu_devices()?;
-    if devices.is_empty() || settings.gpu_layers == crate::config::GpuLayers::Fixed(0) {
+    if devices.is_empty() || settings.gpu_layers == GpuLayers::Fixed(0) {
         return Ok(offload::plan(settings.gpu_layers, &devices, None));
     }
     let model = offload::model_shape(path)?;

@@ -11,8 +11,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::LlmError;
-use crate::config::GpuLayers;
+use rudder_llm::LlmError;
+
+use crate::GpuLayers;
 
 const MIB: u64 = 1024 * 1024;
 
@@ -231,7 +232,7 @@ pub fn plan(setting: GpuLayers, devices: &[GpuDevice], workload: Option<&Workloa
 /// The GPUs this build of llama.cpp sees (none in a CPU build).
 pub fn gpu_devices() -> Result<Vec<GpuDevice>, LlmError> {
     use llama_cpp_2::LlamaBackendDeviceType as Kind;
-    super::llama::backend()?;
+    crate::backend()?;
     Ok(llama_cpp_2::list_llama_ggml_backend_devices()
         .into_iter()
         .filter(|d| matches!(d.device_type, Kind::Gpu | Kind::IntegratedGpu))
@@ -252,7 +253,7 @@ pub fn gpu_devices() -> Result<Vec<GpuDevice>, LlmError> {
 pub fn model_shape(path: &Path) -> Result<ModelShape, LlmError> {
     use llama_cpp_2::model::params::LlamaModelParams;
     use llama_cpp_2::model::LlamaModel;
-    let backend = super::llama::backend()?;
+    let backend = crate::backend()?;
     let load_err = |message: String| LlmError::Load {
         path: path.display().to_string(),
         message,

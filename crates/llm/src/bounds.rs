@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value};
 
-use super::LlmError;
+use crate::LlmError;
 
 /// `maxItems` given to an array that has none.
 pub const DEFAULT_MAX_ITEMS: u64 = 8;
@@ -158,7 +158,7 @@ fn free_string(node: &Map<String, Value>) -> bool {
 }
 
 /// The largest repeat count a string pattern ends with (`…{10,200}$` gives 200), the way
-/// [`super::grammar::prose_string`] bounds prose.
+/// [`crate::grammar::prose_string`] bounds prose.
 fn pattern_max(node: &Map<String, Value>) -> Option<usize> {
     let pattern = node.get("pattern")?.as_str()?;
     let body = pattern.trim_end_matches('$').strip_suffix('}')?;
@@ -244,7 +244,7 @@ mod tests {
         assert_eq!(bounded["maxItems"], 12, "never below minItems");
         assert_eq!(bounded["items"]["maxLength"], 30);
         // Strings bounded otherwise are left alone.
-        let patterned = bound(&crate::llm::grammar::prose_string(10, 200));
+        let patterned = bound(&crate::grammar::prose_string(10, 200));
         assert!(patterned.get("maxLength").is_none());
         assert_eq!(worst_case_chars(&patterned), Some(202));
         let choice = json!({"type": "string", "enum": ["yes", "no"]});

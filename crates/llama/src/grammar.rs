@@ -4,7 +4,7 @@
 //! tokens. Small models happily spend their whole budget there, and every whitespace choice
 //! costs a grammar step, so the `space` rule is narrowed to at most one plain space.
 
-use super::LlmError;
+use rudder_llm::LlmError;
 
 /// Converts a JSON schema into a compact GBNF grammar whose root rule is `root`.
 pub fn schema_to_grammar(schema: &serde_json::Value) -> Result<String, LlmError> {
@@ -12,16 +12,6 @@ pub fn schema_to_grammar(schema: &serde_json::Value) -> Result<String, LlmError>
     let grammar = llama_cpp_2::json_schema_to_grammar(&text)
         .map_err(|e| LlmError::Grammar(format!("{e}")))?;
     Ok(compact_whitespace(&grammar))
-}
-
-/// A JSON-schema string of `min..=max` characters that cannot hold JSON or markup characters
-/// (`{ } [ ] " \\ < >`) or a line break: prose a small model writes inside a JSON field, so
-/// that debris such as `1}, {"insight":` cannot be decoded in the first place.
-pub fn prose_string(min: usize, max: usize) -> serde_json::Value {
-    serde_json::json!({
-        "type": "string",
-        "pattern": format!("^[^{{}}\\[\\]\"\\\\<>\\n]{{{min},{max}}}$"),
-    })
 }
 
 /// Replaces the converter's `space` rule with one that allows at most a single space.
@@ -42,6 +32,7 @@ pub fn compact_whitespace(grammar: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rudder_llm::grammar::prose_string;
 
     #[test]
     fn space_rule_is_narrowed() {
