@@ -31,6 +31,10 @@ pub struct EngineStatus {
     /// The chat model this machine runs best, by the memory it would run from (the GPU's free
     /// memory when offloading, else the RAM and cores).
     pub recommendation: Option<Recommendation>,
+    /// What this build lacks for the GPU found and what a faster build would give (a Vulkan
+    /// build without the cooperative-matrix and integer-dot shaders; CUDA on NVIDIA); `None`
+    /// when there is nothing to say.
+    pub gpu_build_note: Option<String>,
 }
 
 /// Reads settings and checks the configured models without hashing them (cheap: a stat per file).
@@ -51,6 +55,9 @@ pub fn engine_status(paths: &Paths) -> Result<EngineStatus> {
         threads: settings.llama.effective_threads(),
         gpu_layers_setting: settings.llama.gpu_layers.to_string(),
         recommendation: recommendation(&store, &planned),
+        gpu_build_note: crate::llm::vulkan_shaders::build_note(
+            planned.device.as_ref().map(|d| d.description.as_str()),
+        ),
         offload: planned,
     })
 }

@@ -47,6 +47,11 @@ export function gpuLine(s: EngineStatus): Line {
   return { text: `GPU: none — the model runs on the CPU (${setting})`, tone: 'warn' };
 }
 
+/** What this build lacks for the GPU found and what a faster build gives, or nothing. */
+export function gpuBuildNote(s: EngineStatus): string {
+  return s.gpu_build_note ?? '';
+}
+
 /** The chat model suggested for this machine's memory, or nothing. */
 export function recommendationLine(s: EngineStatus): string {
   const r = s.recommendation;

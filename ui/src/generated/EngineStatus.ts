@@ -34,4 +34,10 @@ offload: OffloadPlan,
  * The chat model this machine runs best, by the memory it would run from (the GPU's free
  * memory when offloading, else the RAM and cores).
  */
-recommendation: Recommendation | null, };
+recommendation: Recommendation | null, 
+/**
+ * What this build lacks for the GPU found and what a faster build would give (a Vulkan
+ * build without the cooperative-matrix and integer-dot shaders; CUDA on NVIDIA); `None`
+ * when there is nothing to say.
+ */
+gpu_build_note: string | null, };

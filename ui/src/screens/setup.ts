@@ -4,7 +4,7 @@ import { busy, button, byId, h, replace, showError } from '../dom';
 import { formatBytes } from '../format';
 import { engineStatus, errorText, modelsFetch, modelsList, onModelProgress } from '../ipc';
 import { onShow } from '../nav';
-import { chatModelLine, dataDirLine, embedModelLine, gpuLine, recommendationLine, threadsLine, type Line } from '../status';
+import { chatModelLine, dataDirLine, embedModelLine, gpuBuildNote, gpuLine, recommendationLine, threadsLine, type Line } from '../status';
 import type { EngineStatus, ModelProgress, ModelRow } from '../types';
 
 function showLine(el: HTMLElement, line: Line): void {
@@ -28,6 +28,7 @@ export function createSetupScreen(): HTMLElement {
       h('p', { id: 'threads-status', class: 'detail' }),
       h('p', { id: 'gpu-status', class: 'status status-pending' }),
       h('p', { id: 'gpu-reason', class: 'detail' }),
+      h('p', { id: 'gpu-build-note', class: 'detail' }),
       h('p', { id: 'model-recommendation', class: 'detail' }),
       h('p', { id: 'data-dir', class: 'detail' }),
       h('p', { id: 'engine-error', class: 'error', hidden: true }),
@@ -148,6 +149,7 @@ export async function refresh(): Promise<EngineStatus | null> {
     byId('threads-status').textContent = threadsLine(status);
     showLine(byId('gpu-status'), gpuLine(status));
     byId('gpu-reason').textContent = status.offload.reason;
+    byId('gpu-build-note').textContent = gpuBuildNote(status);
     byId('model-recommendation').textContent = recommendationLine(status);
     byId('data-dir').textContent = dataDirLine(status);
     showError(error, '');

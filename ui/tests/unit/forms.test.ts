@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildClarifyReply, buildPauseReply, splitQuestions } from '../../src/state/replies';
 import { validateSettings } from '../../src/state/settings';
-import { gpuLine, recommendationLine, threadsLine } from '../../src/status';
+import { gpuBuildNote, gpuLine, recommendationLine, threadsLine } from '../../src/status';
 import type { AppSettings, EngineStatus } from '../../src/types';
 
 const ok: AppSettings = {
@@ -97,6 +97,7 @@ describe('status lines', () => {
     gpu_layers_setting: 'auto',
     offload: { backend: 'CPU', device: null, layers: 0, layers_total: 29, needed_bytes: null, reason: 'no GPU' },
     recommendation: null,
+    gpu_build_note: null,
   };
   const gpu = {
     index: 0,
@@ -135,5 +136,11 @@ describe('status lines', () => {
     const none = gpuLine({ ...base, offload: { ...base.offload, backend: 'CPU', device: gpu, layers: 0 } });
     expect(none.text).toContain('0/29 layers offloaded');
     expect(none.tone).toBe('warn');
+  });
+
+  it('says what this build lacks for the GPU only when the engine has something to say', () => {
+    expect(gpuBuildNote(base)).toBe('');
+    const note = 'this Vulkan build lacks the cooperative-matrix shaders';
+    expect(gpuBuildNote({ ...base, gpu_build_note: note })).toBe(note);
   });
 });

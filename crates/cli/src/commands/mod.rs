@@ -218,12 +218,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     status.gpu_layers_setting
                 );
                 println!("             {}", status.offload.reason);
-                let device = status
-                    .offload
-                    .device
-                    .as_ref()
-                    .map(|d| d.description.as_str());
-                if let Some(note) = rudder::llm::vulkan_shaders::build_note(device) {
+                if let Some(note) = &status.gpu_build_note {
                     println!("             {note}");
                 }
                 if let Some(r) = &status.recommendation {
