@@ -1225,7 +1225,7 @@ fn a_deeply_nested_takeout_cell_imports_quickly() {
             Some(HistoryFormat::TakeoutSearchHtml),
             &dir.path().join("scratch"),
             &mut |r: Record| {
-                sessions += usize::from(matches!(r, Record::Session(_)));
+                sessions += usize::from(matches!(r, Record::Entry(_)));
                 Ok(())
             },
         )

@@ -376,7 +376,7 @@ fn forgotten_sessions_leave_no_trace_on_disk() {
             None,
         )
         .unwrap();
-    let report = history.forget(&ForgetSelector::Session(hit[0].id)).unwrap();
+    let report = history.forget(&ForgetSelector::Entry(hit[0].id)).unwrap();
     assert_eq!(report.sessions, 1);
     assert!(
         history.store().memory().unwrap().is_empty(),
@@ -499,7 +499,7 @@ fn hybrid_search_finds_meaning_without_shared_words() {
     );
     // Forgetting drops the vectors too.
     let id = vector[0].id;
-    history.forget(&ForgetSelector::Session(id)).unwrap();
+    history.forget(&ForgetSelector::Entry(id)).unwrap();
     let after = history
         .search(query, &Filter::default(), 4, SearchMode::Vector, with)
         .unwrap();

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use rudder::history::import::{
     collect, detect_from, parse_file, Detected, Format, ImportError, InputFile,
 };
-use rudder::history::{HistorySource, Kind, Record, Session, TurnRole};
+use rudder::history::{Entry, HistorySource, Kind, Record, TurnRole};
 use rusqlite::Connection;
 
 fn fixture(name: &str) -> PathBuf {
@@ -22,11 +22,11 @@ fn fixture(name: &str) -> PathBuf {
 fn import_file(
     file: &InputFile,
     hint: Option<Format>,
-) -> Result<(Format, Vec<Session>), ImportError> {
+) -> Result<(Format, Vec<Entry>), ImportError> {
     let mut sessions = Vec::new();
     let format = parse_file(file, hint, &mut |record| {
         match record {
-            Record::Session(s) => sessions.push(s),
+            Record::Entry(s) => sessions.push(s),
             Record::Signal(s) => panic!("browsers yield no signals, got {s:?}"),
             Record::Skipped { place, reason } => panic!("skipped {place}: {reason}"),
         }
@@ -35,7 +35,7 @@ fn import_file(
     Ok((format, sessions))
 }
 
-fn import(path: &Path) -> (Format, Vec<Session>) {
+fn import(path: &Path) -> (Format, Vec<Entry>) {
     import_file(&InputFile::plain(path), None)
         .unwrap_or_else(|e| panic!("importing {}: {e}", path.display()))
 }
@@ -71,15 +71,15 @@ fn cocoa(s: &str) -> f64 {
     (t(s).timestamp_micros() - 978_307_200_000_000) as f64 / 1e6
 }
 
-fn with_kind(sessions: &[Session], kind: Kind) -> Vec<&Session> {
+fn with_kind(sessions: &[Entry], kind: Kind) -> Vec<&Entry> {
     sessions.iter().filter(|s| s.kind == kind).collect()
 }
 
-fn titled<'a>(sessions: &'a [Session], title: &str) -> Vec<&'a Session> {
+fn titled<'a>(sessions: &'a [Entry], title: &str) -> Vec<&'a Entry> {
     sessions.iter().filter(|s| s.title == title).collect()
 }
 
-fn one<'a>(sessions: &'a [Session], title: &str) -> &'a Session {
+fn one<'a>(sessions: &'a [Entry], title: &str) -> &'a Entry {
     match titled(sessions, title).as_slice() {
         [s] => s,
         other => {
@@ -88,7 +88,7 @@ fn one<'a>(sessions: &'a [Session], title: &str) -> &'a Session {
     }
 }
 
-fn with_url<'a>(sessions: &'a [Session], url: &str) -> Vec<&'a Session> {
+fn with_url<'a>(sessions: &'a [Entry], url: &str) -> Vec<&'a Entry> {
     sessions
         .iter()
         .filter(|s| s.url.as_deref() == Some(url))
@@ -96,7 +96,7 @@ fn with_url<'a>(sessions: &'a [Session], url: &str) -> Vec<&'a Session> {
 }
 
 /// The shape every browser session has: one user turn repeating the title, no external id.
-fn assert_shape(sessions: &[Session], source: HistorySource) {
+fn assert_shape(sessions: &[Entry], source: HistorySource) {
     for s in sessions {
         assert_eq!(s.source, source, "{s:?}");
         assert!(matches!(s.kind, Kind::Visit | Kind::Search), "{s:?}");

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use rudder::history::import::{
     collect, detect, detect_from, parse_file, Detected, Format, ImportError, InputFile,
 };
-use rudder::history::{HistorySource, Kind, Record, Session, Signal, SignalKind, TurnRole};
+use rudder::history::{Entry, HistorySource, Kind, Record, Signal, SignalKind, TurnRole};
 
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -30,11 +30,11 @@ fn import(path: &Path) -> Vec<Record> {
     import_input(&InputFile::plain(path), None).unwrap()
 }
 
-fn sessions(records: &[Record]) -> Vec<&Session> {
+fn sessions(records: &[Record]) -> Vec<&Entry> {
     records
         .iter()
         .filter_map(|r| match r {
-            Record::Session(s) => Some(s),
+            Record::Entry(s) => Some(s),
             Record::Signal(_) | Record::Skipped { .. } => None,
         })
         .collect()
@@ -45,23 +45,23 @@ fn signals(records: &[Record]) -> Vec<&Signal> {
         .iter()
         .filter_map(|r| match r {
             Record::Signal(s) => Some(s),
-            Record::Session(_) | Record::Skipped { .. } => None,
+            Record::Entry(_) | Record::Skipped { .. } => None,
         })
         .collect()
 }
 
-fn by_id<'a>(records: &'a [Record], id: &str) -> &'a Session {
+fn by_id<'a>(records: &'a [Record], id: &str) -> &'a Entry {
     sessions(records)
         .into_iter()
         .find(|s| s.external_id.as_deref() == Some(id))
         .unwrap_or_else(|| panic!("no session {id} in {records:#?}"))
 }
 
-fn texts(s: &Session) -> Vec<&str> {
+fn texts(s: &Entry) -> Vec<&str> {
     s.turns.iter().map(|t| t.text.as_str()).collect()
 }
 
-fn roles(s: &Session) -> Vec<TurnRole> {
+fn roles(s: &Entry) -> Vec<TurnRole> {
     s.turns.iter().map(|t| t.role).collect()
 }
 
@@ -69,7 +69,7 @@ fn all_text(records: &[Record]) -> String {
     let mut out = String::new();
     for r in records {
         match r {
-            Record::Session(s) => out.push_str(&s.full_text()),
+            Record::Entry(s) => out.push_str(&s.full_text()),
             Record::Signal(s) => out.push_str(&s.text),
             Record::Skipped { place, reason } => out.push_str(&format!("{place}: {reason}")),
         }

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use rudder::history::import::{
     collect, detect, detect_from, parse_file, Detected, Format, ImportError, InputFile,
 };
-use rudder::history::{HistorySource, Kind, Record, Session, TurnRole};
+use rudder::history::{Entry, HistorySource, Kind, Record, TurnRole};
 
 const EN_SEARCH_JSON: &str = "en/My Activity/Search/MyActivity.json";
 const EN_SEARCH_HTML: &str = "en/My Activity/Search/MyActivity.html";
@@ -27,14 +27,14 @@ fn fixture(rel: &str) -> PathBuf {
 }
 
 /// The sessions a file yields, and the items it reports as unreadable (`place: reason`).
-type Parsed = (Format, Vec<Session>, Vec<String>);
+type Parsed = (Format, Vec<Entry>, Vec<String>);
 
 fn run_all(file: &InputFile, format: Option<Format>) -> Result<Parsed, ImportError> {
     let mut sessions = Vec::new();
     let mut skipped = Vec::new();
     let format = parse_file(file, format, &mut |record| {
         match record {
-            Record::Session(s) => sessions.push(s),
+            Record::Entry(s) => sessions.push(s),
             Record::Signal(s) => panic!("Takeout has no signals, got {s:?}"),
             Record::Skipped { place, reason } => skipped.push(format!("{place}: {reason}")),
         }
@@ -43,12 +43,12 @@ fn run_all(file: &InputFile, format: Option<Format>) -> Result<Parsed, ImportErr
     Ok((format, sessions, skipped))
 }
 
-fn run(file: &InputFile, format: Option<Format>) -> Result<(Format, Vec<Session>), ImportError> {
+fn run(file: &InputFile, format: Option<Format>) -> Result<(Format, Vec<Entry>), ImportError> {
     run_all(file, format).map(|(format, sessions, _)| (format, sessions))
 }
 
 /// Detects and imports a fixture, checking the detected format.
-fn import(rel: &str, want: Format) -> Vec<Session> {
+fn import(rel: &str, want: Format) -> Vec<Entry> {
     let (format, sessions) =
         run(&InputFile::plain(&fixture(rel)), None).unwrap_or_else(|e| panic!("{rel}: {e}"));
     assert_eq!(format, want, "{rel}");
@@ -59,7 +59,7 @@ fn utc(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
 }
 
-fn by_title<'a>(sessions: &'a [Session], title: &str) -> &'a Session {
+fn by_title<'a>(sessions: &'a [Entry], title: &str) -> &'a Entry {
     let found: Vec<_> = sessions.iter().filter(|s| s.title == title).collect();
     assert_eq!(
         found.len(),
@@ -69,12 +69,12 @@ fn by_title<'a>(sessions: &'a [Session], title: &str) -> &'a Session {
     found[0]
 }
 
-fn of_kind(sessions: &[Session], kind: Kind) -> Vec<&Session> {
+fn of_kind(sessions: &[Entry], kind: Kind) -> Vec<&Entry> {
     sessions.iter().filter(|s| s.kind == kind).collect()
 }
 
 /// The invariants every search or visit session from Takeout holds.
-fn assert_single_turn(s: &Session, source: HistorySource) {
+fn assert_single_turn(s: &Entry, source: HistorySource) {
     assert_eq!(s.source, source, "{s:?}");
     assert_eq!(
         s.external_id, None,
@@ -522,7 +522,7 @@ fn import_bytes(
     rel: &str,
     content: &[u8],
     format: Option<Format>,
-) -> Result<Vec<Session>, ImportError> {
+) -> Result<Vec<Entry>, ImportError> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(rel);
     fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -609,7 +609,7 @@ fn empty_exports_give_no_records() {
 fn a_chrome_file_without_its_key_is_malformed() {
     let err = import_bytes(
         CHROME_JSON,
-        br#"{"Session": []}"#,
+        br#"{"Entry": []}"#,
         Some(Format::TakeoutChrome),
     )
     .unwrap_err();
@@ -628,7 +628,7 @@ fn reimport_is_identical() {
         let hashes = || {
             let mut h: Vec<_> = import(rel, format)
                 .iter()
-                .map(Session::content_hash)
+                .map(Entry::content_hash)
                 .collect();
             h.sort();
             h

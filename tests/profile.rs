@@ -177,7 +177,7 @@ fn forgetting_a_cited_session_drops_the_cached_profile() {
         );
     }
     let forgotten = cited[0];
-    history.forget(&ForgetSelector::Session(forgotten)).unwrap();
+    history.forget(&ForgetSelector::Entry(forgotten)).unwrap();
     let cached = rudder::profile::cached_query_profile(&history, llm.model_name(), query, &cheap);
     assert!(
         cached.unwrap().is_none(),
@@ -269,7 +269,7 @@ fn what_the_user_told_rudder_shapes_every_later_profile() {
         .get_many(&candidate_ids)
         .unwrap()
         .into_iter()
-        .map(|s| s.session.source)
+        .map(|s| s.entry.source)
         .collect();
     sources.sort_by_key(|s| s.as_str());
     sources.dedup();
@@ -283,7 +283,7 @@ fn what_the_user_told_rudder_shapes_every_later_profile() {
     for c in &rebuilt.candidates {
         let s = history.get(c.id).unwrap().unwrap();
         assert!(
-            !sources.contains(&s.session.source),
+            !sources.contains(&s.entry.source),
             "{c:?} is from a switched-off source"
         );
     }
@@ -364,7 +364,7 @@ fn general_profile_is_built_once_and_refreshed_only_with_new_sessions() {
     assert_eq!(usage.calls, 1);
     assert_eq!(
         profile.watermark,
-        history.store().max_session_id().unwrap(),
+        history.store().max_entry_id().unwrap(),
         "it has read up to the newest session"
     );
     for id in profile.cited() {
@@ -518,7 +518,7 @@ fn memory_read_with_the_real_model_is_faithful_resumable_and_feeds_the_profile()
             .get_many(&ids)
             .unwrap()
             .iter()
-            .map(|s| rudder::profile::select::session_line(s, 240))
+            .map(|s| rudder::profile::select::entry_line(s, 240))
             .collect();
         assert!(
             sources.iter().any(|text| {

@@ -132,8 +132,8 @@ fn around_difference(line: &str, other: &str) -> String {
 fn typescript_bindings() -> BTreeMap<String, String> {
     use rudder::app::library::DocsSummary;
     use rudder::app::{
-        AppSettings, FetchSummary, ForgetSelectorView, ForgetSummary, HistoryFilters,
-        HistorySessionView, ImportProgress, LibraryStats, ModelProgress, ModelRow, ReplyView,
+        AppSettings, FetchSummary, ForgetSelectorView, ForgetSummary, HistoryEntryView,
+        HistoryFilters, ImportProgress, LibraryStats, ModelProgress, ModelRow, ReplyView,
         ReportView, ResearchRequest, RunState, SayRequest, SessionRow, SourceView, SteeringAck,
         YouView,
     };
@@ -160,7 +160,7 @@ fn typescript_bindings() -> BTreeMap<String, String> {
         LibraryStats,
         HistoryFilters,
         SearchHit,
-        HistorySessionView,
+        HistoryEntryView,
         ForgetSelectorView,
         ForgetSummary,
         ResearchRequest,

@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use rudder::app::{
-    App, AppSettings, FetchSummary, ForgetSelectorView, ForgetSummary, HistoryFilters,
-    HistorySessionView, ImportProgress, LibraryStats, ModelProgress, ModelRow, Notifier, ReplyView,
+    App, AppSettings, FetchSummary, ForgetSelectorView, ForgetSummary, HistoryEntryView,
+    HistoryFilters, ImportProgress, LibraryStats, ModelProgress, ModelRow, Notifier, ReplyView,
     ReportView, ResearchRequest, RunState, SayRequest, SessionRow, SourceView, SteeringAck,
     YouView,
 };
@@ -133,7 +133,7 @@ async fn history_search(
 }
 
 #[tauri::command]
-async fn history_show(app: AppState<'_>, id: i64) -> Result<HistorySessionView, String> {
+async fn history_show(app: AppState<'_>, id: i64) -> Result<HistoryEntryView, String> {
     blocking(&app, move |app| app.history_show(id)).await
 }
 

@@ -89,10 +89,10 @@ pub struct HistoryFilters {
     pub limit: Option<usize>,
 }
 
-/// One history session with its turns.
+/// One history entry with its turns.
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct HistorySessionView {
+pub struct HistoryEntryView {
     pub id: i64,
     pub title: String,
     pub source: String,
@@ -135,12 +135,12 @@ pub struct ForgetSummary {
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SourceView {
     pub title: String,
-    /// The passage (document chunk) or the whole session's text (history); empty for the web.
+    /// The passage (document chunk) or the whole entry's text (history); empty for the web.
     pub text: String,
-    /// Where it is: a path with chunk and page, a history session, or an address.
+    /// Where it is: a path with chunk and page, a history entry, or an address.
     pub location: String,
     pub url: Option<String>,
-    /// Set for history citations, so the window can open the session on its own screen.
+    /// Set for history citations, so the window can open the entry on its own screen.
     pub history_session: Option<i64>,
 }
 
@@ -311,15 +311,15 @@ impl App {
         )?)
     }
 
-    pub fn history_show(&self, id: i64) -> AppResult<HistorySessionView> {
+    pub fn history_show(&self, id: i64) -> AppResult<HistoryEntryView> {
         let history = self.history()?;
         let stored = history.get(id)?.ok_or_else(|| {
             AppError::Invalid(format!(
-                "no history session {id} (it may have been forgotten)"
+                "no history entry {id} (it may have been forgotten)"
             ))
         })?;
-        let s = stored.session;
-        Ok(HistorySessionView {
+        let s = stored.entry;
+        Ok(HistoryEntryView {
             id,
             title: s.title,
             source: s.source.as_str().to_string(),
@@ -338,14 +338,14 @@ impl App {
         })
     }
 
-    /// Removes sessions from the database, the text index and the vectors, then compacts.
+    /// Removes entries from the database, the text index and the vectors, then compacts.
     pub fn history_forget(&self, selector: &ForgetSelectorView) -> AppResult<ForgetSummary> {
         let since = parse_day(selector.since.as_deref(), false)?;
         let until = parse_day(selector.until.as_deref(), true)?;
         let selector = if selector.all {
             ForgetSelector::All
         } else if let Some(id) = selector.id {
-            ForgetSelector::Session(id)
+            ForgetSelector::Entry(id)
         } else if let Some(source) = selector.source.as_deref() {
             ForgetSelector::Source {
                 source: source
@@ -358,7 +358,7 @@ impl App {
             ForgetSelector::Range { since, until }
         } else {
             return Err(AppError::Invalid(
-                "say what to forget: a session, a source, a date range, or everything".into(),
+                "say what to forget: an entry, a source, a date range, or everything".into(),
             ));
         };
         let mut history = self.history()?;
@@ -410,7 +410,7 @@ impl App {
                 Ok(SourceView {
                     title: s.title,
                     text,
-                    location: format!("history session {session} ({}, {})", s.source, s.kind),
+                    location: format!("history entry {session} ({}, {})", s.source, s.kind),
                     url: url.clone().or(s.url),
                     history_session: Some(*session),
                 })

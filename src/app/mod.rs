@@ -29,14 +29,14 @@ use crate::research::Envelope;
 use crate::session::SessionId;
 
 pub use library::{
-    CorpusOffer, ForgetSelectorView, ForgetSummary, HistoryFilters, HistorySessionView,
+    CorpusOffer, ForgetSelectorView, ForgetSummary, HistoryEntryView, HistoryFilters,
     ImportProgress, LibraryStats, SourceView,
 };
 pub use models::{FetchSummary, ModelProgress, ModelRow};
 pub use research::{ReplyView, ReportView, ResearchRequest, RunState, SessionRow, SteeringAck};
 pub use settings::AppSettings;
 pub use you::{
-    InterestView, QueryProfileView, SayRequest, SessionRef, SourceSwitch, StatementView, YouView,
+    EntryRef, InterestView, QueryProfileView, SayRequest, SourceSwitch, StatementView, YouView,
 };
 
 /// Errors of the application API. The shell shows them to the user as they read.

@@ -1,5 +1,5 @@
 //! "What Rudder knows about you": the general profile and the recent query-aware profiles,
-//! every statement with the sessions it rests on, and the user's corrections — their own
+//! every statement with the entries it rests on, and the user's corrections — their own
 //! statements, deleted inferred ones, sources switched off for personalisation. The CLI's
 //! `rudder profile show | say | unsay | restore | exclude-source` call the same functions.
 
@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::{App, AppError, AppResult};
 use crate::history::store::Store;
 use crate::history::UserStatement;
-use crate::history::{History, HistorySource, StoredSession};
+use crate::history::{History, HistorySource, StoredEntry};
 use crate::models::ModelStore;
 use crate::profile::query_profile::DOMAIN_NOT_INFERRED;
 use crate::profile::user_statements::{check_statement, inferred_id, said_id, statement_key};
@@ -18,10 +18,10 @@ use crate::profile::{GeneralProfile, ProfileOptions, ProfileRun, QueryProfile, Y
 /// Query-aware profiles listed.
 const RECENT_PROFILES: usize = 5;
 
-/// A history session a statement rests on, enough to name it and open it in History.
+/// A history entry a statement rests on, enough to name it and open it in History.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct SessionRef {
+pub struct EntryRef {
     pub id: i64,
     pub title: String,
     pub source: String,
@@ -41,8 +41,8 @@ pub struct StatementView {
     pub text: String,
     /// The user's own words ("you said").
     pub said: bool,
-    pub sessions: Vec<SessionRef>,
-    /// Where a statement that rests on no session comes from (`chatgpt custom
+    pub sessions: Vec<EntryRef>,
+    /// Where a statement that rests on no entry comes from (`chatgpt custom
     /// instructions`).
     pub origin: Option<String>,
 }
@@ -97,10 +97,10 @@ pub struct YouView {
     pub hidden: Vec<StatementView>,
     pub sources: Vec<SourceSwitch>,
     /// What Rudder remembers about the user: statements read from their history once, each
-    /// with the sessions it rests on (criterion: its kind, `constraint`, `background`,
+    /// with the entries it rests on (criterion: its kind, `constraint`, `background`,
     /// `preference` or `presentation`), the best supported first.
     pub memory: Vec<StatementView>,
-    /// Sessions not yet read into memory.
+    /// Entries not yet read into memory.
     #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub memory_unread: u64,
 }
@@ -175,7 +175,7 @@ impl App {
         cited.sort_unstable();
         cited.dedup();
         let sessions = store.get_many(&cited).map_err(err)?;
-        let refs = |ids: &[i64]| -> Vec<SessionRef> {
+        let refs = |ids: &[i64]| -> Vec<EntryRef> {
             ids.iter()
                 .filter_map(|id| sessions.iter().find(|s| s.id == *id))
                 .map(session_ref)
@@ -361,7 +361,7 @@ impl App {
         self.you_view()
     }
 
-    /// Switches personalisation from a source on or off; its sessions stay searchable.
+    /// Switches personalisation from a source on or off; its entries stay searchable.
     pub fn you_personalise(&self, source: &str, personalised: bool) -> AppResult<YouView> {
         let source: HistorySource = source
             .parse()
@@ -412,12 +412,12 @@ impl App {
     }
 }
 
-fn session_ref(s: &StoredSession) -> SessionRef {
-    SessionRef {
+fn session_ref(s: &StoredEntry) -> EntryRef {
+    EntryRef {
         id: s.id,
-        title: s.session.title.clone(),
-        source: s.session.source.as_str().to_string(),
-        started_at: s.session.started_at,
+        title: s.entry.title.clone(),
+        source: s.entry.source.as_str().to_string(),
+        started_at: s.entry.started_at,
     }
 }
 
@@ -425,7 +425,7 @@ fn session_ref(s: &StoredSession) -> SessionRef {
 fn statement_views(
     profile: &QueryProfile,
     you: &You,
-    refs: &dyn Fn(&[i64]) -> Vec<SessionRef>,
+    refs: &dyn Fn(&[i64]) -> Vec<EntryRef>,
 ) -> Vec<StatementView> {
     let said: &[UserStatement] = &you.said;
     profile

@@ -4,9 +4,9 @@
 //!
 //! [`History`] is the one entry point the CLI and the desktop shell use.
 
+pub mod entry;
 pub mod import;
 pub mod search;
-pub mod session;
 pub mod store;
 pub mod text_index;
 pub mod vectors;
@@ -16,12 +16,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+pub use entry::{Entry, HistorySource, Kind, Record, Signal, SignalKind, Turn, TurnRole};
 pub use import::{Format, ImportError};
 pub use search::{SearchHit, SearchMode};
-pub use session::{HistorySource, Kind, Record, Session, Signal, SignalKind, Turn, TurnRole};
 pub use store::{
     CachedProfile, ForgetSelector, HiddenStatement, Inserted, MemoryRow, NewMemory, Remembering,
-    StoreError, StoreStats, StoredSession, StoredSignal, UserStatement,
+    StoreError, StoreStats, StoredEntry, StoredSignal, UserStatement,
 };
 pub use text_index::{Filter, IndexError};
 
@@ -114,7 +114,7 @@ impl FileReport {
 
 /// Cuts every turn of `session` longer than [`MAX_TURN_BYTES`] at a character boundary.
 /// Returns how many were cut.
-fn cap_turns(session: &mut Session) -> u64 {
+fn cap_turns(session: &mut Entry) -> u64 {
     let mut cut = 0;
     for turn in &mut session.turns {
         if turn.text.len() > MAX_TURN_BYTES {
@@ -251,7 +251,7 @@ impl History {
         &self.store
     }
 
-    /// Write access to the store for the profile cache (profiles live beside the sessions
+    /// Write access to the store for the profile cache (profiles live beside the entries
     /// they cite, so forgetting can drop them).
     pub fn store_mut_for_profiles(&mut self) -> &mut Store {
         &mut self.store
@@ -380,7 +380,7 @@ impl History {
                 }
                 let outcome: HistoryResult<()> = (|| {
                     match record {
-                        Record::Session(mut s) => {
+                        Record::Entry(mut s) => {
                             let cut = cap_turns(&mut s);
                             if cut > 0 {
                                 report.truncated_turns += cut;
@@ -391,7 +391,7 @@ impl History {
                                 ));
                             }
                             let hash = s.content_hash();
-                            match writer.insert_session(&s, &hash, &origin)? {
+                            match writer.insert_entry(&s, &hash, &origin)? {
                                 Inserted::Added(id) => {
                                     text_index::add(text, id, &s)?;
                                     report.added += 1;
@@ -467,7 +467,7 @@ impl History {
         Ok(report)
     }
 
-    /// Embeds every session that has no vectors from `model` yet, `batch` sessions per store
+    /// Embeds every entry that has no vectors from `model` yet, `batch` entries per store
     /// transaction. Resumable: interrupted work is picked up by the next call.
     pub fn embed_pending(
         &mut self,
@@ -505,7 +505,7 @@ impl History {
             let mut texts = Vec::new();
             let mut owners = Vec::new();
             for s in &sessions {
-                for chunk in vectors::chunks(&s.session) {
+                for chunk in vectors::chunks(&s.entry) {
                     texts.push(chunk);
                     owners.push(s.id);
                 }
@@ -520,7 +520,7 @@ impl History {
                     _ => per_session.push((owner, vec![q])),
                 }
             }
-            // Sessions forgotten between the read and now are skipped by put_vectors; ids that
+            // Entries forgotten between the read and now are skipped by put_vectors; ids that
             // got no chunk at all still have to be marked, or the loop would never end.
             for id in &ids {
                 if !per_session.iter().any(|(s, _)| s == id) {
@@ -556,13 +556,13 @@ impl History {
         Ok(text_index::search(&self.text, query, filter, limit)?)
     }
 
-    /// One session with its turns.
-    pub fn get(&self, id: i64) -> HistoryResult<Option<StoredSession>> {
+    /// One entry with its turns.
+    pub fn get(&self, id: i64) -> HistoryResult<Option<StoredEntry>> {
         Ok(self.store.get(id)?)
     }
 
-    /// Several sessions, in the order given.
-    pub fn get_many(&self, ids: &[i64]) -> HistoryResult<Vec<StoredSession>> {
+    /// Several entries, in the order given.
+    pub fn get_many(&self, ids: &[i64]) -> HistoryResult<Vec<StoredEntry>> {
         Ok(self.store.get_many(ids)?)
     }
 
@@ -582,7 +582,7 @@ impl History {
         })
     }
 
-    /// Forgets sessions everywhere: SQLite (turns and vectors with them), the text index and
+    /// Forgets entries everywhere: SQLite (turns and vectors with them), the text index and
     /// the in-memory vectors; then compacts both so the text is not recoverable from disk.
     pub fn forget(&mut self, selector: &ForgetSelector) -> HistoryResult<ForgetReport> {
         if let ForgetSelector::Range {
@@ -620,9 +620,9 @@ impl History {
         self.text.delete_all()?;
         let Self { store, text, .. } = self;
         let mut n = 0u64;
-        store.for_each_session(1000, |batch| {
+        store.for_each_entry(1000, |batch| {
             for s in batch {
-                text_index::add(text, s.id, &s.session).map_err(|e| StoreError::Corrupt {
+                text_index::add(text, s.id, &s.entry).map_err(|e| StoreError::Corrupt {
                     path: e.path.clone(),
                     message: e.message.clone(),
                 })?;
@@ -648,7 +648,7 @@ impl History {
     /// Imports (as [`import`](Self::import)), releases the text index's writer, then embeds
     /// what is new when an embedder is given (`(embedder, its model's name)`): what the CLI's
     /// import and the window's both do. The writer goes first so that another process can
-    /// write while the embedding runs. Returns the report and how many sessions were embedded.
+    /// write while the embedding runs. Returns the report and how many entries were embedded.
     pub fn import_then_embed(
         &mut self,
         paths: &[PathBuf],

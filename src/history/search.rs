@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::session::{HistorySource, Kind};
+use super::entry::{HistorySource, Kind};
 use super::text_index::Filter;
 use super::{History, HistoryResult};
 use crate::embed::Embedder;
@@ -101,11 +101,11 @@ impl History {
             .collect();
         let mut hits = Vec::with_capacity(ranked.len());
         for (id, score) in ranked {
-            // A session forgotten by another process since the index was read is skipped.
+            // An entry forgotten by another process since the index was read is skipped.
             let Some(stored) = sessions.remove(&id) else {
                 continue;
             };
-            let s = &stored.session;
+            let s = &stored.entry;
             hits.push(SearchHit {
                 id,
                 score,

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde::Serialize;
 
-use super::session::{HistorySource, Kind, Session, Signal, SignalKind, Turn, TurnRole};
+use super::entry::{Entry, HistorySource, Kind, Signal, SignalKind, Turn, TurnRole};
 use crate::retrieval::sqlite::{self as db, Database, OpenError};
 use crate::retrieval::QuantizedVector;
 
@@ -216,12 +216,12 @@ pub struct HiddenStatement {
     pub created_at: DateTime<Utc>,
 }
 
-/// A session as stored, with its id.
+/// An entry as stored, with its id.
 #[derive(Debug, Clone, Serialize)]
-pub struct StoredSession {
+pub struct StoredEntry {
     pub id: i64,
     #[serde(flatten)]
-    pub session: Session,
+    pub entry: Entry,
     pub content_hash: String,
     pub origin: String,
     pub imported_at: DateTime<Utc>,
@@ -243,17 +243,17 @@ pub enum Inserted {
     /// Same content already stored.
     Duplicate,
     /// A newer copy of a conversation already stored under the same external id: the old
-    /// session `old` was deleted and the new one added as `new`.
+    /// entry `old` was deleted and the new one added as `new`.
     Replaced {
         old: i64,
         new: i64,
     },
 }
 
-/// Which sessions to forget.
+/// Which entries to forget.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ForgetSelector {
-    Session(i64),
+    Entry(i64),
     /// Everything from one source, optionally within a time range.
     Source {
         source: HistorySource,
@@ -335,14 +335,14 @@ impl Store {
         })
     }
 
-    /// One session with its turns.
-    pub fn get(&self, id: i64) -> StoreResult<Option<StoredSession>> {
+    /// One entry with its turns.
+    pub fn get(&self, id: i64) -> StoreResult<Option<StoredEntry>> {
         let mut sessions = self.get_many(&[id])?;
         Ok(sessions.pop())
     }
 
-    /// Several sessions by id, in the order given; missing ids are left out.
-    pub fn get_many(&self, ids: &[i64]) -> StoreResult<Vec<StoredSession>> {
+    /// Several entries by id, in the order given; missing ids are left out.
+    pub fn get_many(&self, ids: &[i64]) -> StoreResult<Vec<StoredEntry>> {
         let mut head = self
             .conn
             .prepare_cached(
@@ -402,9 +402,9 @@ impl Store {
                     at: from_micros(at),
                 });
             }
-            out.push(StoredSession {
+            out.push(StoredEntry {
                 id,
-                session: Session {
+                entry: Entry {
                     source: self.parse_field(&source)?,
                     kind: self.parse_field(&kind)?,
                     title,
@@ -429,11 +429,11 @@ impl Store {
         })
     }
 
-    /// Visits every session in id order (for rebuilding indexes), `batch` at a time.
-    pub fn for_each_session(
+    /// Visits every entry in id order (for rebuilding indexes), `batch` at a time.
+    pub fn for_each_entry(
         &self,
         batch: usize,
-        mut f: impl FnMut(&[StoredSession]) -> StoreResult<()>,
+        mut f: impl FnMut(&[StoredEntry]) -> StoreResult<()>,
     ) -> StoreResult<()> {
         let mut after = 0i64;
         loop {
@@ -475,7 +475,7 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
-    /// How many sessions still lack vectors from `model`.
+    /// How many entries still lack vectors from `model`.
     pub fn count_to_embed(&self, model: &str) -> StoreResult<u64> {
         self.conn
             .query_row(
@@ -487,7 +487,7 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Stores the vectors of some sessions (replacing older ones) in one transaction.
+    /// Stores the vectors of some entries (replacing older ones) in one transaction.
     pub fn put_vectors(
         &mut self,
         model: &str,
@@ -509,7 +509,7 @@ impl Store {
                 .prepare_cached("UPDATE sessions SET embedded_with = ?2 WHERE id = ?1")
                 .map_err(|e| sqlite(&path, e))?;
             for (id, chunks) in vectors {
-                // The session may have been forgotten while it was being embedded.
+                // The entry may have been forgotten while it was being embedded.
                 if mark
                     .execute(params![id, model])
                     .map_err(|e| sqlite(&path, e))?
@@ -536,7 +536,7 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Visits every stored vector with its session's filter fields, for loading the in-memory
+    /// Visits every stored vector with its entry's filter fields, for loading the in-memory
     /// vector index. Only vectors made by `model` count.
     pub fn for_each_vector(
         &self,
@@ -570,7 +570,7 @@ impl Store {
         Ok(())
     }
 
-    /// Deletes the selected sessions (their turns and vectors go with them) and, for a source
+    /// Deletes the selected entries (their turns and vectors go with them) and, for a source
     /// or everything, the signals too. Returns the ids deleted. The freed pages are zeroed
     /// (`secure_delete`); call [`compact`](Self::compact) to also drop them from the file.
     pub fn forget(&mut self, selector: &ForgetSelector) -> StoreResult<Vec<i64>> {
@@ -627,9 +627,9 @@ impl Store {
                 )
                 .map_err(|e| sqlite(&path, e))?;
             }
-            ForgetSelector::Session(_) => {}
+            ForgetSelector::Entry(_) => {}
         }
-        if !matches!(selector, ForgetSelector::Session(_)) {
+        if !matches!(selector, ForgetSelector::Entry(_)) {
             // General profiles also read the signals, which this may have removed.
             tx.execute("DELETE FROM profiles WHERE kind = 'general'", [])
                 .map_err(|e| sqlite(&path, e))?;
@@ -687,7 +687,7 @@ impl Store {
         Ok(stats)
     }
 
-    /// Number of sessions.
+    /// Number of entries.
     pub fn count(&self) -> StoreResult<u64> {
         self.conn
             .query_row("SELECT COUNT(*) FROM sessions", [], |r| r.get::<_, i64>(0))
@@ -836,7 +836,7 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// The sources whose sessions do not feed profiles.
+    /// The sources whose entries do not feed profiles.
     pub fn unpersonalised_sources(&self) -> StoreResult<Vec<HistorySource>> {
         let mut stmt = self
             .conn
@@ -853,7 +853,7 @@ impl Store {
         Ok(out)
     }
 
-    /// Switches personalisation from `source` off (`excluded`) or back on. Its sessions stay
+    /// Switches personalisation from `source` off (`excluded`) or back on. Its entries stay
     /// searchable either way.
     pub fn set_source_personalised(
         &self,
@@ -921,8 +921,8 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Stores a profile with the sessions it cites (replacing an older one under `key`). A
-    /// cited session that no longer exists makes the profile stale at once: it is not stored.
+    /// Stores a profile with the entries it cites (replacing an older one under `key`). A
+    /// cited entry that no longer exists makes the profile stale at once: it is not stored.
     #[allow(clippy::too_many_arguments)]
     pub fn put_profile(
         &mut self,
@@ -981,8 +981,8 @@ impl Store {
         Ok(true)
     }
 
-    /// The highest session id (0 when empty).
-    pub fn max_session_id(&self) -> StoreResult<i64> {
+    /// The highest entry id (0 when empty).
+    pub fn max_entry_id(&self) -> StoreResult<i64> {
         self.conn
             .query_row("SELECT COALESCE(MAX(id), 0) FROM sessions", [], |r| {
                 r.get(0)
@@ -1040,7 +1040,7 @@ fn selector_sql(selector: &ForgetSelector) -> (String, Vec<rusqlite::types::Valu
     let mut clauses = Vec::new();
     let mut args = Vec::new();
     match selector {
-        ForgetSelector::Session(id) => {
+        ForgetSelector::Entry(id) => {
             args.push(Value::Integer(*id));
             clauses.push("id = ?1".to_string());
         }
@@ -1087,13 +1087,8 @@ pub struct Writer<'a> {
 }
 
 impl Writer<'_> {
-    /// Inserts a session unless its content is already stored.
-    pub fn insert_session(
-        &mut self,
-        s: &Session,
-        hash: &str,
-        origin: &str,
-    ) -> StoreResult<Inserted> {
+    /// Inserts an entry unless its content is already stored.
+    pub fn insert_entry(&mut self, s: &Entry, hash: &str, origin: &str) -> StoreResult<Inserted> {
         let path = &self.path;
         let mut replaced = None;
         if let Some(ext) = &s.external_id {
@@ -1198,8 +1193,8 @@ impl Writer<'_> {
 mod tests {
     use super::*;
 
-    fn chat(ext: &str, text: &str) -> Session {
-        Session {
+    fn chat(ext: &str, text: &str) -> Entry {
+        Entry {
             source: HistorySource::Chatgpt,
             kind: Kind::Chat,
             title: "t".into(),
@@ -1217,18 +1212,16 @@ mod tests {
         let mut store = Store::open(&dir.path().join("h.sqlite")).unwrap();
         let a = chat("c1", "hello");
         let mut w = store.write().unwrap();
-        let first = w.insert_session(&a, &a.content_hash(), "f").unwrap();
+        let first = w.insert_entry(&a, &a.content_hash(), "f").unwrap();
         let Inserted::Added(id) = first else {
             panic!("{first:?}")
         };
         assert_eq!(
-            w.insert_session(&a, &a.content_hash(), "f").unwrap(),
+            w.insert_entry(&a, &a.content_hash(), "f").unwrap(),
             Inserted::Duplicate
         );
         let grown = chat("c1", "hello again");
-        let r = w
-            .insert_session(&grown, &grown.content_hash(), "f")
-            .unwrap();
+        let r = w.insert_entry(&grown, &grown.content_hash(), "f").unwrap();
         assert!(
             matches!(r, Inserted::Replaced { old, .. } if old == id),
             "{r:?}"
@@ -1253,7 +1246,7 @@ mod tests {
         {
             let mut w = store.write().unwrap();
             let a = chat("c1", "hello");
-            w.insert_session(&a, &a.content_hash(), "f").unwrap();
+            w.insert_entry(&a, &a.content_hash(), "f").unwrap();
         }
         assert_eq!(store.count().unwrap(), 0);
     }

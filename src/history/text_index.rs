@@ -1,5 +1,5 @@
-//! The BM25 side of history search: one entry per session in the shared text index
-//! ([`crate::retrieval::text_index`]), with the session's title and full text, plus its kind,
+//! The BM25 side of history search: one entry per entry in the shared text index
+//! ([`crate::retrieval::text_index`]), with the entry's title and full text, plus its kind,
 //! source and start time, indexed for filters.
 
 use std::collections::HashSet;
@@ -10,7 +10,7 @@ use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, NumericOptions, SchemaBuilder, STRING};
 use tantivy::Term;
 
-use super::session::{HistorySource, Kind, Session};
+use super::entry::{Entry, HistorySource, Kind};
 use crate::retrieval::text_index::Layout;
 pub use crate::retrieval::IndexError;
 
@@ -21,9 +21,9 @@ pub struct Filter {
     pub kinds: Vec<Kind>,
     /// Empty means any source.
     pub sources: Vec<HistorySource>,
-    /// Sessions started at or after this time.
+    /// Entries started at or after this time.
     pub since: Option<DateTime<Utc>>,
-    /// Sessions started before this time.
+    /// Entries started before this time.
     pub until: Option<DateTime<Utc>>,
 }
 
@@ -35,7 +35,7 @@ impl Filter {
             && self.until.is_none()
     }
 
-    /// Whether a session with these fields passes (used by the vector index).
+    /// Whether an entry with these fields passes (used by the vector index).
     pub fn admits(&self, kind: Kind, source: HistorySource, started_micros: Option<i64>) -> bool {
         if !self.kinds.is_empty() && !self.kinds.contains(&kind) {
             return false;
@@ -79,11 +79,11 @@ impl Layout for SessionFields {
     }
 }
 
-/// The text index over history sessions.
+/// The text index over history entries.
 pub type TextIndex = crate::retrieval::TextIndex<SessionFields>;
 
-/// Queues a session for indexing (visible after the index's commit).
-pub fn add(index: &mut TextIndex, id: i64, session: &Session) -> Result<(), IndexError> {
+/// Queues an entry for indexing (visible after the index's commit).
+pub fn add(index: &mut TextIndex, id: i64, session: &Entry) -> Result<(), IndexError> {
     let f = *index.layout();
     let mut doc = index.document(id, &session.title, &session.full_text());
     doc.add_text(f.kind, session.kind.as_str());

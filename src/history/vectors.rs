@@ -1,8 +1,8 @@
-//! The semantic side of history search: every session is cut into chunks, each chunk gets an
+//! The semantic side of history search: every entry is cut into chunks, each chunk gets an
 //! embedding, stored durably in SQLite as int8 and scanned exactly in memory (the shared
-//! [`crate::retrieval::vectors`]); a session scores as its best chunk.
+//! [`crate::retrieval::vectors`]); an entry scores as its best chunk.
 
-use super::session::{HistorySource, Kind, Session};
+use super::entry::{Entry, HistorySource, Kind};
 use super::store::{Store, StoreResult};
 use super::text_index::Filter;
 use crate::retrieval::vectors::{top_k, Int8Matrix};
@@ -13,9 +13,9 @@ pub const CHUNK_CHARS: usize = 600;
 /// Long conversations are embedded up to this many chunks; BM25 still sees all their text.
 pub const MAX_CHUNKS: usize = 24;
 
-/// Cuts a session into the texts that get embedded. Every chunk starts with the title, so a
+/// Cuts an entry into the texts that get embedded. Every chunk starts with the title, so a
 /// chunk from the middle of a chat still says what the chat was about.
-pub fn chunks(session: &Session) -> Vec<String> {
+pub fn chunks(session: &Entry) -> Vec<String> {
     let title = session.title.trim();
     let mut body = String::new();
     for turn in &session.turns {
@@ -61,7 +61,7 @@ fn take_chars_at_boundary(s: &str, max: usize) -> &str {
 }
 
 /// All stored vectors of one embedding model, in memory, for exact search: the shared int8
-/// matrix, plus per row the session it belongs to and that session's filter fields.
+/// matrix, plus per row the entry it belongs to and that entry's filter fields.
 #[derive(Default)]
 pub struct VectorIndex {
     matrix: Int8Matrix,
@@ -98,12 +98,12 @@ impl VectorIndex {
     }
 
     /// The `limit` sessions most similar to `query` (an L2-normalised embedding), as
-    /// (session id, cosine similarity), best first.
+    /// (entry id, cosine similarity), best first.
     pub fn search(&self, query: &[f32], filter: &Filter, limit: usize) -> Vec<(i64, f32)> {
         let Some(q) = self.matrix.query(query).filter(|_| limit > 0) else {
             return Vec::new();
         };
-        // Best chunk per session; chunks of a session are contiguous (loaded in id order).
+        // Best chunk per entry; chunks of an entry are contiguous (loaded in id order).
         let mut best: Vec<(i64, f32)> = Vec::new();
         let filtered = !filter.is_empty();
         for (i, &session) in self.session_of.iter().enumerate() {
@@ -127,11 +127,11 @@ impl VectorIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::session::Turn;
+    use crate::history::entry::Turn;
     use crate::retrieval::QuantizedVector;
 
-    fn chat(title: &str, turns: &[&str]) -> Session {
-        Session {
+    fn chat(title: &str, turns: &[&str]) -> Entry {
+        Entry {
             source: HistorySource::Claude,
             kind: Kind::Chat,
             title: title.into(),

@@ -1,23 +1,23 @@
-//! Profile by extraction: one short call per candidate session asks what that session says
+//! Profile by extraction: one short call per candidate entry asks what that entry says
 //! about this user that would change the answer to the query. The answer is one phrase (or
 //! "nothing") with a kind and a relevance grade; code then refuses what a small model gets
 //! wrong: empty and "nothing" answers, low grades, restatements of the question, debris,
-//! phrases that use no word of the session, and generic phrasings that fit anyone (an embedding
+//! phrases that use no word of the entry, and generic phrasings that fit anyone (an embedding
 //! check against `prompts/profile_generic.txt`, as clarification refuses generic aspects).
 //!
-//! A session's phrase cites that session only, so a profile statement can never rest on a
-//! session it did not come from. The prompt keeps its fixed instructions first and the query
-//! and session last, so consecutive calls share the cached prefix.
+//! An entry's phrase cites that entry only, so a profile statement can never rest on a
+//! entry it did not come from. The prompt keeps its fixed instructions first and the query
+//! and entry last, so consecutive calls share the cached prefix.
 
 use std::collections::HashSet;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::select::session_line;
+use super::select::entry_line;
 use super::ProfileError;
 use crate::embed::{cosine, Embedder};
-use crate::history::StoredSession;
+use crate::history::StoredEntry;
 use crate::llm::{GenerationOptions, Llm, Message, Usage};
 
 /// Generic phrasings, one a line (`#` comments).
@@ -43,7 +43,7 @@ pub const GENERIC_THRESHOLD: f32 = 0.55;
 /// A phrase this close to the query restates it rather than saying something about the user.
 pub const QUESTION_THRESHOLD: f32 = 0.80;
 
-/// Phrases this close are one statement (their sessions united).
+/// Phrases this close are one statement (their entries united).
 pub const MERGE_THRESHOLD: f32 = 0.85;
 
 /// The lowest relevance grade kept: 1 = "barely". The written grade is a poor judge (the 1.5B
@@ -57,7 +57,7 @@ const MIN_PHRASE_CHARS: usize = 4;
 /// A phrase (at most 90 characters) with its kind and grade is about 40 tokens; the rest is
 /// slack for a tokenizer that splits the phrase finely.
 const MAX_TOKENS: u32 = 80;
-/// How much of a session the model sees.
+/// How much of an entry the model sees.
 const SESSION_CHARS: usize = 400;
 
 /// What a phrase is about; decides where it goes in the profile.
@@ -74,11 +74,11 @@ pub enum PhraseKind {
     Presentation,
 }
 
-/// One kept phrase and the session it came from.
+/// One kept phrase and the entry it came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Phrase {
     pub session: i64,
-    /// The session's place in retrieval order (0 = best).
+    /// The entry's place in retrieval order (0 = best).
     pub rank: usize,
     pub text: String,
     pub kind: PhraseKind,
@@ -94,7 +94,7 @@ pub struct Phrase {
 #[derive(Debug, Clone, Default)]
 pub struct Extracted {
     pub phrases: Vec<Phrase>,
-    /// Sessions asked about.
+    /// Entries asked about.
     pub asked: usize,
     /// Calls made again after a format rule was broken.
     pub retries: usize,
@@ -177,7 +177,7 @@ pub fn normalise(phrase: &str) -> String {
     }
 }
 
-/// "nothing", "none", "n/a" and their kin: the model saying the session has no signal.
+/// "nothing", "none", "n/a" and their kin: the model saying the entry has no signal.
 fn says_nothing(phrase: &str) -> bool {
     let p: String = phrase
         .to_lowercase()
@@ -224,7 +224,7 @@ fn says_nothing(phrase: &str) -> bool {
 
 /// The first number or name in `phrase` that `source` does not contain: a phrase about the
 /// user may only carry the specifics of what it was read from ("a budget of $500" from a
-/// session that never says 500 is the model's invention). Numbers are compared as digit runs,
+/// entry that never says 500 is the model's invention). Numbers are compared as digit runs,
 /// names (capitalised words after the first) without case.
 pub fn unsupported_specific(phrase: &str, source: &str) -> Option<String> {
     let digits = |text: &str| -> Vec<String> {
@@ -440,14 +440,14 @@ fn embed_error(e: crate::embed::EmbedError) -> ProfileError {
 }
 
 /// Asks about each of `sessions` (in retrieval order) what it says about the user that would
-/// change the answer to `query`, and keeps the phrases that pass the checks. The sessions are
+/// change the answer to `query`, and keeps the phrases that pass the checks. The entries are
 /// independent questions, asked as many at once as the model serves; the phrases come back in
-/// session order.
+/// entry order.
 pub fn extract(
     llm: &dyn Llm,
     embedder: Option<&dyn Embedder>,
     query: &str,
-    sessions: &[StoredSession],
+    sessions: &[StoredEntry],
 ) -> Result<Extracted, ProfileError> {
     let started = Instant::now();
     let checks = Checks::new(embedder, query)?;
@@ -468,7 +468,7 @@ pub fn extract(
     Ok(out)
 }
 
-/// What one session yielded.
+/// What one entry yielded.
 #[derive(Default)]
 struct SessionAnswer {
     phrase: Option<Phrase>,
@@ -476,16 +476,16 @@ struct SessionAnswer {
     retries: usize,
 }
 
-/// One session's question: its phrase if one passes the checks, retried once with the reason.
+/// One entry's question: its phrase if one passes the checks, retried once with the reason.
 fn ask_session(
     llm: &dyn Llm,
     checks: &Checks<'_>,
     query: &str,
     rank: usize,
-    s: &StoredSession,
+    s: &StoredEntry,
 ) -> Result<SessionAnswer, ProfileError> {
     let mut out = SessionAnswer::default();
-    let session = session_line(s, SESSION_CHARS);
+    let session = entry_line(s, SESSION_CHARS);
     let prompt = crate::prompts::render("profile_extract", minijinja::context! { query, session })?;
     let mut note = String::new();
     for attempt in 0..2 {
@@ -496,8 +496,8 @@ fn ask_session(
             answer_schema(),
         )?;
         out.usage += reply.completion.usage;
-        // An unusable answer (cut off, unparsable) costs this session its phrase, not the
-        // profile its other sessions.
+        // An unusable answer (cut off, unparsable) costs this entry its phrase, not the
+        // profile its other entries.
         let answer = match reply.parsed {
             Ok(answer) => answer,
             Err(e) => {
@@ -593,7 +593,7 @@ pub(crate) mod tests {
         assert!(schema.contains("{1,90}"), "{schema}");
     }
 
-    use crate::history::{HistorySource, Kind, Session, Turn};
+    use crate::history::{Entry, HistorySource, Kind, Turn};
 
     use crate::test_support::ScriptedLlm as Scripted;
 
@@ -601,10 +601,10 @@ pub(crate) mod tests {
         serde_json::json!({"about_user": phrase, "kind": kind, "relevance": relevance}).to_string()
     }
 
-    pub(crate) fn search(id: i64, text: &str) -> StoredSession {
-        StoredSession {
+    pub(crate) fn search(id: i64, text: &str) -> StoredEntry {
+        StoredEntry {
             id,
-            session: Session {
+            entry: Entry {
                 source: HistorySource::GoogleSearch,
                 kind: Kind::Search,
                 title: text.to_string(),

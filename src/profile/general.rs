@@ -1,8 +1,8 @@
 //! The general profile (BESPOKE Table 21): the user's stable interests and presentation
 //! preferences over the whole history. A laptop model cannot read a whole history at once, so
-//! it reads an even spread of sessions plus the profile signals (custom instructions,
+//! it reads an even spread of entries plus the profile signals (custom instructions,
 //! memories), and later imports are folded in incrementally from a watermark: the profile
-//! remembers the highest session id it has seen.
+//! remembers the highest entry id it has seen.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -11,7 +11,7 @@ use super::ProfileError;
 use crate::history::History;
 use crate::llm::{Llm, Usage};
 
-/// Sessions read per pass (about 1,300 tokens of one-line summaries), so prompt and answer fit
+/// Entries read per pass (about 1,300 tokens of one-line summaries), so prompt and answer fit
 /// a 4,096-token context.
 pub const SESSIONS_PER_PASS: usize = 50;
 /// Enough for the longest profile the grammar allows even at one token per character.
@@ -32,7 +32,7 @@ pub struct Interest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GeneralProfile {
     pub interests: Vec<Interest>,
-    /// The highest session id the profile has read.
+    /// The highest entry id the profile has read.
     pub watermark: i64,
 }
 
@@ -70,7 +70,7 @@ struct GeneralDraft {
 }
 
 /// Restricts every `sessions` array in `schema` to the numbers 1..=n (or to nothing), so a
-/// citation can never point at a session that was not shown.
+/// citation can never point at an entry that was not shown.
 pub(crate) fn constrain_session_numbers(schema: &mut serde_json::Value, n: usize) {
     match schema {
         serde_json::Value::Object(map) => {
@@ -98,7 +98,7 @@ pub(crate) fn constrain_session_numbers(schema: &mut serde_json::Value, n: usize
     }
 }
 
-/// Builds the profile from scratch (`previous = None`) or folds in the sessions imported since
+/// Builds the profile from scratch (`previous = None`) or folds in the entries imported since
 /// `previous` was made. Returns `None` when there is nothing new to read.
 pub fn build(
     llm: &dyn Llm,
@@ -109,7 +109,7 @@ pub fn build(
     let store = history.store();
     let after = previous.map(|p| p.watermark).unwrap_or(0);
     let max_id = store
-        .max_session_id()
+        .max_entry_id()
         .map_err(crate::history::HistoryError::from)?;
     if max_id <= after {
         return Ok(None);
@@ -118,8 +118,8 @@ pub fn build(
         .spread_ids(after, SESSIONS_PER_PASS)
         .map_err(crate::history::HistoryError::from)?;
     let mut shown = history.get_many(&ids)?;
-    // Sessions from sources the user switched off stay searchable but are not read here.
-    shown.retain(|s| you.personalises_from(s.session.source));
+    // Entries from sources the user switched off stay searchable but are not read here.
+    shown.retain(|s| you.personalises_from(s.entry.source));
     let notes: Vec<String> = if previous.is_none() {
         history
             .signals()?

@@ -2,25 +2,25 @@
 //! `rudder history remember`, the You screen) rather than only when a question retrieves them.
 //!
 //! A per-question profile can only state what retrieval finds, and retrieval finds under a
-//! quarter of the sessions that say something about the person. Memory reads what the person
-//! wrote: sessions are taken in time order, a cheap check in code passes over visited pages,
+//! quarter of the entries that say something about the person. Memory reads what the person
+//! wrote: entries are taken in time order, a cheap check in code passes over visited pages,
 //! lookups (weather, a bare site name) and chats with no first-person word, and the rest are
 //! read a *burst* at a time (up to [`BURST_ITEMS`]
-//! consecutive sessions: usually one sitting on one subject) with one small call that notes at
+//! consecutive entries: usually one sitting on one subject) with one small call that notes at
 //! most three facts, each naming its item.
 //! Code then checks every note as a per-question phrase is checked
 //! ([`super::extract::Checks::check_phrase`]: not nothing, no debris, the item's own words, no
 //! number or name the item does not say, not generic), retries once with the reason, and merges
 //! a note with an equivalent statement already remembered (the same words, or an embedding
-//! cosine of [`MERGE_THRESHOLD`]), which then rests on one more session.
+//! cosine of [`MERGE_THRESHOLD`]), which then rests on one more entry.
 //!
-//! Each burst is stored in one transaction with the sessions it read, so reading resumes after
-//! a crash where it stopped and an import adds only its new sessions; forgetting a session
-//! removes every statement that no remaining session supports (a trigger).
+//! Each burst is stored in one transaction with the entries it read, so reading resumes after
+//! a crash where it stopped and an import adds only its new entries; forgetting an entry
+//! removes every statement that no remaining entry supports (a trigger).
 //!
 //! For a question, [`relevant`] ranks the remembered statements by embedding similarity to it,
 //! judges the closest by probability ([`super::relevance`]) and turns those kept into profile
-//! phrases, beside those the per-question path extracts from the sessions retrieval finds:
+//! phrases, beside those the per-question path extracts from the entries retrieval finds:
 //! memory adds what retrieval does not reach, so a profile built before (or without) it works
 //! as it always did.
 
@@ -29,21 +29,21 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::extract::{Checks, Phrase, PhraseKind, Verdict, MERGE_THRESHOLD};
-use super::select::{numbered, session_line};
+use super::select::{entry_line, numbered};
 use super::user_statements::statement_key;
 use super::{relevance, ProfileError, You};
 use crate::embed::{cosine, Embedder};
 use crate::history::store::Store;
 use crate::history::{
-    History, HistoryError, HistorySource, Kind, NewMemory, Progress, StoredSession,
+    History, HistoryError, HistorySource, Kind, NewMemory, Progress, StoredEntry,
 };
 use crate::llm::{GenerationOptions, Llm, Message, Usage};
 
-/// The most sessions one call reads.
+/// The most entries one call reads.
 pub const BURST_ITEMS: usize = 8;
 /// The most text one call reads (about 450 tokens).
 pub const BURST_CHARS: usize = 1_600;
-/// How much of each session the model sees.
+/// How much of each entry the model sees.
 const ITEM_CHARS: usize = 240;
 /// The most notes one burst gives.
 const MAX_NOTES: usize = 3;
@@ -51,21 +51,21 @@ const MAX_NOTES: usize = 3;
 const MAX_TOKENS: u32 = 200;
 /// The phrase cap (as per-question extraction's).
 const MAX_NOTE_CHARS: usize = 90;
-/// Sessions loaded from the store at a time.
+/// Entries loaded from the store at a time.
 const CHUNK: usize = 64;
 /// Remembered statements judged for a question when profiles are asked to use memory
 /// ([`super::ProfileOptions::memory_candidates`]): the closest to it by embedding.
 pub const MEMORY_CANDIDATES: usize = 24;
 /// Presentation statements (how the person likes answers) judged for every question.
 const MAX_PRESENTATION: usize = 4;
-/// Sessions a remembered statement cites in a profile (the most recent).
+/// Entries a remembered statement cites in a profile (the most recent).
 const MAX_CITED: usize = 3;
 
 /// How to read history into memory.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RememberOptions {
     pub burst_items: usize,
-    /// Stop after reading this many sessions (the rest stays unread for the next call).
+    /// Stop after reading this many entries (the rest stays unread for the next call).
     pub limit: Option<usize>,
 }
 
@@ -81,29 +81,29 @@ impl Default for RememberOptions {
 /// What a reading did, and what it cost.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Remembered {
-    /// Sessions read by the model.
+    /// Entries read by the model.
     pub read: usize,
-    /// Sessions the cheap check passed over (marked without a call).
+    /// Entries the cheap check passed over (marked without a call).
     pub skipped: usize,
-    /// Calls' worth of sessions (one call each, plus retries).
+    /// Calls' worth of entries (one call each, plus retries).
     pub bursts: usize,
     /// New statements.
     pub added: usize,
-    /// Statements that gained a session.
+    /// Statements that gained an entry.
     pub strengthened: usize,
     /// Notes the checks refused.
     pub refused: usize,
     pub retries: usize,
-    /// Sessions still unread when it stopped.
+    /// Entries still unread when it stopped.
     pub unread: u64,
-    /// Unread sessions when it started.
+    /// Unread entries when it started.
     pub total: u64,
     pub usage: Usage,
     pub seconds: f64,
 }
 
 impl Remembered {
-    /// Sessions (read and skipped) per second.
+    /// Entries (read and skipped) per second.
     pub fn sessions_per_second(&self) -> f64 {
         (self.read + self.skipped) as f64 / self.seconds.max(1e-9)
     }
@@ -133,12 +133,12 @@ const UTILITY_WORDS: &[&str] = &[
     "days until",
 ];
 
-/// Whether memory reads a session: what the person wrote themselves, that is a chat where they
+/// Whether memory reads an entry: what the person wrote themselves, that is a chat where they
 /// speak in the first person, or a search of three words or more that is not a utility lookup.
 /// Visited pages show only what someone read, and are most of a browser history; they, and
 /// everything else skipped here, are marked as passed over without a call (the per-question
 /// path still reads them when retrieval finds them for a question).
-pub fn worth_reading(s: &StoredSession) -> bool {
+pub fn worth_reading(s: &StoredEntry) -> bool {
     let words = |text: &str| -> Vec<String> {
         text.split(|c: char| !(c.is_alphanumeric() || c == '\''))
             .filter(|w| !w.is_empty())
@@ -151,7 +151,7 @@ pub fn worth_reading(s: &StoredSession) -> bool {
             .iter()
             .any(|u| padded.contains(&format!(" {u} ")))
     };
-    let session = &s.session;
+    let session = &s.entry;
     match session.kind {
         Kind::Chat => session.turns.iter().any(|t| {
             t.role == crate::history::TurnRole::User
@@ -177,16 +177,16 @@ pub fn worth_reading(s: &StoredSession) -> bool {
     }
 }
 
-/// Splits sessions (in time order) into bursts of consecutive sessions: at most `max_items`
+/// Splits entries (in time order) into bursts of consecutive entries: at most `max_items`
 /// and [`BURST_CHARS`] of text each. Related searches sit together in time, so a burst is
 /// usually one sitting on one subject; it need not be, since every note names its own item and
-/// is checked against it alone. (Cutting at gaps in time made most bursts one session long on a
-/// history spread over months: a call per session, twice the budget.)
-pub fn bursts(sessions: Vec<StoredSession>, max_items: usize) -> Vec<Vec<StoredSession>> {
-    let mut out: Vec<Vec<StoredSession>> = Vec::new();
+/// is checked against it alone. (Cutting at gaps in time made most bursts one entry long on a
+/// history spread over months: a call per entry, twice the budget.)
+pub fn bursts(sessions: Vec<StoredEntry>, max_items: usize) -> Vec<Vec<StoredEntry>> {
+    let mut out: Vec<Vec<StoredEntry>> = Vec::new();
     let mut chars = 0;
     for s in sessions {
-        let len = session_line(&s, ITEM_CHARS).chars().count();
+        let len = entry_line(&s, ITEM_CHARS).chars().count();
         match out.last_mut() {
             Some(burst) if burst.len() < max_items.max(1) && chars + len <= BURST_CHARS => {
                 chars += len;
@@ -244,7 +244,7 @@ fn notes_schema(items: usize) -> serde_json::Value {
     })
 }
 
-/// A note that passed the checks, with the session it came from.
+/// A note that passed the checks, with the entry it came from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Noted {
     pub session: i64,
@@ -266,7 +266,7 @@ struct BurstAnswer {
 fn read_burst(
     llm: &dyn Llm,
     checks: &Checks<'_>,
-    burst: &[StoredSession],
+    burst: &[StoredEntry],
 ) -> Result<BurstAnswer, ProfileError> {
     let items = numbered(burst, ITEM_CHARS);
     let texts: Vec<String> = items
@@ -345,10 +345,10 @@ fn read_burst(
 /// Why a note merely copies its item's search or title, if it does: "sourdough starter not
 /// bubbling" from that search is a topic the person looked up, not a fact about them ("has a
 /// sourdough starter that does not bubble"). Such a note is dropped.
-fn copies_title(note: &str, item: &StoredSession) -> Option<String> {
+fn copies_title(note: &str, item: &StoredEntry) -> Option<String> {
     let key = statement_key(note);
-    let title = statement_key(&item.session.title);
-    let what = match item.session.kind {
+    let title = statement_key(&item.entry.title);
+    let what = match item.entry.kind {
         Kind::Search => "the search",
         Kind::Chat => "the chat's title",
         Kind::Visit => "the page's title",
@@ -364,8 +364,8 @@ struct Known {
     vector: Option<Vec<f32>>,
 }
 
-/// Reads the sessions not yet in memory (up to `options.limit`), advancing `progress` by the
-/// sessions of every stored burst. A failed call ends it with everything read before it kept.
+/// Reads the entries not yet in memory (up to `options.limit`), advancing `progress` by the
+/// entries of every stored burst. A failed call ends it with everything read before it kept.
 pub fn remember(
     llm: &dyn Llm,
     history: &mut History,
@@ -521,7 +521,7 @@ fn kind_of(name: &str) -> PhraseKind {
 }
 
 /// The remembered statements a profile may carry: not deleted by the user, resting on at least
-/// one session of a source that feeds profiles. The best supported first.
+/// one entry of a source that feeds profiles. The best supported first.
 pub fn usable(store: &Store, you: &You) -> Result<Vec<crate::history::MemoryRow>, ProfileError> {
     let hidden: Vec<&str> = you.hidden.iter().map(|h| h.key.as_str()).collect();
     Ok(store
@@ -551,7 +551,7 @@ pub struct FromMemory {
 
 /// The remembered statements that matter for `query`: the `candidates` closest to it by
 /// embedding (the best supported, without an embedder) judged by probability, those scoring
-/// `threshold` or more returned as phrases citing their most recent sessions.
+/// `threshold` or more returned as phrases citing their most recent entries.
 pub fn relevant(
     llm: &dyn Llm,
     store: &Store,
@@ -618,10 +618,10 @@ pub fn relevant(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::{ForgetSelector, NoProgress, Session, Turn, TurnRole};
+    use crate::history::{Entry, ForgetSelector, NoProgress, Turn, TurnRole};
     use crate::test_support::ScriptedLlm;
 
-    fn session(kind: Kind, title: &str, user_text: &str, minute: i64) -> Session {
+    fn session(kind: Kind, title: &str, user_text: &str, minute: i64) -> Entry {
         let mut turns = vec![Turn::user(user_text, None)];
         if kind == Kind::Chat {
             turns.push(Turn {
@@ -630,7 +630,7 @@ mod tests {
                 at: None,
             });
         }
-        Session {
+        Entry {
             source: if kind == Kind::Chat {
                 HistorySource::Chatgpt
             } else {
@@ -646,18 +646,18 @@ mod tests {
         }
     }
 
-    fn search(q: &str, minute: i64) -> Session {
+    fn search(q: &str, minute: i64) -> Entry {
         session(Kind::Search, q, q, minute)
     }
 
-    fn history_of(sessions: &[Session]) -> (tempfile::TempDir, History, Vec<i64>) {
+    fn history_of(sessions: &[Entry]) -> (tempfile::TempDir, History, Vec<i64>) {
         let dir = tempfile::tempdir().unwrap();
         let mut history = History::open(dir.path()).unwrap();
         let mut ids = Vec::new();
         {
             let mut w = history.store_mut().write().unwrap();
             for s in sessions {
-                match w.insert_session(s, &s.content_hash(), "test").unwrap() {
+                match w.insert_entry(s, &s.content_hash(), "test").unwrap() {
                     crate::history::Inserted::Added(id) => ids.push(id),
                     other => panic!("{other:?}"),
                 }
@@ -667,10 +667,10 @@ mod tests {
         (dir, history, ids)
     }
 
-    fn stored(id: i64, s: Session) -> StoredSession {
-        StoredSession {
+    fn stored(id: i64, s: Entry) -> StoredEntry {
+        StoredEntry {
             id,
-            session: s,
+            entry: s,
             content_hash: String::new(),
             origin: String::new(),
             imported_at: chrono::Utc::now(),
@@ -756,18 +756,18 @@ mod tests {
 
     #[test]
     fn bursts_hold_consecutive_sessions_up_to_the_caps() {
-        let sessions: Vec<StoredSession> = (0..20)
+        let sessions: Vec<StoredEntry> = (0..20)
             .map(|i| stored(i, search(&format!("running shoes question {i}"), i)))
             .collect();
         let b = bursts(sessions, 8);
         assert_eq!(b.iter().map(Vec::len).collect::<Vec<_>>(), vec![8, 8, 4]);
         assert_eq!(b[1][0].id, 8, "in order");
         let long = "word ".repeat(60);
-        let sessions: Vec<StoredSession> = (0..10).map(|i| stored(i, search(&long, i))).collect();
+        let sessions: Vec<StoredEntry> = (0..10).map(|i| stored(i, search(&long, i))).collect();
         let b = bursts(sessions, 8);
         assert!(b.iter().all(|b| b
             .iter()
-            .map(|s| session_line(s, ITEM_CHARS).chars().count())
+            .map(|s| entry_line(s, ITEM_CHARS).chars().count())
             .sum::<usize>()
             <= BURST_CHARS));
         assert!(b.len() > 1);
@@ -826,7 +826,7 @@ mod tests {
         assert_eq!(first.retries, 1);
         let retry = llm.prompts_with("Your note \"");
         assert!(retry[0].contains("does not say 25"), "{}", retry[0]);
-        // Resumed: only the unread session is read, and its note strengthens the statement.
+        // Resumed: only the unread entry is read, and its note strengthens the statement.
         let second = read_the_rest(&llm, &mut history);
         assert_eq!((second.read, second.skipped, second.unread), (1, 0, 0));
         assert_eq!((second.added, second.strengthened), (0, 1));
@@ -842,11 +842,11 @@ mod tests {
         assert_eq!(llm.prompts().len(), calls);
 
         // Forgetting one source keeps the statement; forgetting the last removes it.
-        history.forget(&ForgetSelector::Session(ids[0])).unwrap();
+        history.forget(&ForgetSelector::Entry(ids[0])).unwrap();
         let memory = history.store().memory().unwrap();
         assert_eq!(memory.len(), 1);
         assert_eq!(memory[0].sessions.len(), 1);
-        history.forget(&ForgetSelector::Session(ids[3])).unwrap();
+        history.forget(&ForgetSelector::Entry(ids[3])).unwrap();
         assert!(history.store().memory().unwrap().is_empty());
     }
 

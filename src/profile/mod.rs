@@ -1,11 +1,11 @@
 //! Query-aware user profiles from history (BESPOKE): expand the query, retrieve candidate
-//! sessions, ask about each one what it says about this user that would change the answer (one
-//! short extractive call per session), and assemble the phrases that pass the checks into a
-//! profile with one part per personalisation criterion, every statement citing the session(s)
+//! entries, ask about each one what it says about this user that would change the answer (one
+//! short extractive call per entry), and assemble the phrases that pass the checks into a
+//! profile with one part per personalisation criterion, every statement citing the entry(s)
 //! it was extracted from.
 //!
-//! Profiles are cached in the history database next to the sessions they cite; forgetting a
-//! cited session drops the cached profile with it (a trigger), so no summary outlives its
+//! Profiles are cached in the history database next to the entries they cite; forgetting a
+//! cited entry drops the cached profile with it (a trigger), so no summary outlives its
 //! evidence.
 
 pub mod expand;
@@ -271,8 +271,8 @@ fn inferred_query_profile(
             options.candidates,
         )?
     };
-    // Retrieved sessions are read with the question in mind even when memory has read them:
-    // the small model finds more in one session with the question than in a burst without it
+    // Retrieved entries are read with the question in mind even when memory has read them:
+    // the small model finds more in one entry with the question than in a burst without it
     // (on the planted set, memory's notes of a running-shoe question's user missed her budget
     // and flat feet), so memory adds what retrieval does not reach and takes nothing away.
     let ids: Vec<i64> = candidates.iter().map(|c| c.id).collect();
@@ -286,7 +286,7 @@ fn inferred_query_profile(
     let mut judged = judge_relevance(llm, query, &mut extracted, options.relevance_threshold)?;
     usage += judged;
     judged += from_memory.usage;
-    // Memory first: what the whole history says, then what the unread sessions add.
+    // Memory first: what the whole history says, then what the unread entries add.
     let phrases: Vec<Phrase> = from_memory
         .phrases
         .iter()
@@ -376,7 +376,7 @@ fn judge_relevance(
     Ok(usage)
 }
 
-/// The general profile: cached, refreshed with the sessions imported since it was made.
+/// The general profile: cached, refreshed with the entries imported since it was made.
 pub fn general_profile(
     llm: &dyn Llm,
     history: &mut History,

@@ -1,9 +1,9 @@
 //! The query-aware profile (BESPOKE Table 23): per criterion — need, content depth, tone,
-//! explanation style — plus domain fit, every statement citing the sessions it rests on.
+//! explanation style — plus domain fit, every statement citing the entries it rests on.
 //!
 //! It is assembled in code from the phrases extraction kept (see [`super::extract`]): near-
-//! identical phrases merge (citing all their sessions), the best graded come first, and each
-//! phrase's kind decides its criterion. A statement cites exactly the sessions it was extracted
+//! identical phrases merge (citing all their entries), the best graded come first, and each
+//! phrase's kind decides its criterion. A statement cites exactly the entries it was extracted
 //! from.
 
 use schemars::JsonSchema;
@@ -22,7 +22,7 @@ pub enum DomainFit {
     Mixed,
 }
 
-/// One profile statement and the history sessions (store ids) it rests on.
+/// One profile statement and the history entries (store ids) it rests on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Statement {
     pub text: String,
@@ -85,7 +85,7 @@ impl QueryProfile {
         }
     }
 
-    /// All cited session ids, sorted and unique.
+    /// All cited entry ids, sorted and unique.
     pub fn cited(&self) -> Vec<i64> {
         let mut ids: Vec<i64> = self
             .statements()
@@ -139,7 +139,7 @@ pub const SAID_PREFIX: &str = "They said: ";
 pub const MAX_STATEMENTS: usize = 6;
 
 /// The domain reason when nothing was inferred: work or hobby is not judged from history (no
-/// extra model call), so the reason cites no session.
+/// extra model call), so the reason cites no entry.
 pub const DOMAIN_NOT_INFERRED: &str = "Not inferred; the statements are the user's own words";
 
 /// Where a presentation phrase goes: format cues to explanation style, register to tone,

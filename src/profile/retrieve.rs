@@ -64,7 +64,7 @@ impl std::str::FromStr for ExpansionMode {
     }
 }
 
-/// A retrieved history session.
+/// A retrieved history entry.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Candidate {
     pub id: i64,

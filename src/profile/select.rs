@@ -1,13 +1,13 @@
-//! Selection: which retrieved sessions carry signals that would change the answer to this
-//! query (BESPOKE Table 22). The model is asked about every candidate, one session per call
-//! ([`super::extract`]): a session is kept when it yields a phrase about the user. A cheaper
+//! Selection: which retrieved entries carry signals that would change the answer to this
+//! query (BESPOKE Table 22). The model is asked about every candidate, one entry per call
+//! ([`super::extract`]): an entry is kept when it yields a phrase about the user. A cheaper
 //! mode first drops the candidates whose embedding is not close enough to the query.
 
 use serde::{Deserialize, Serialize};
 
 use super::ProfileError;
 use crate::embed::Embedder;
-use crate::history::{Filter, History, Kind, SearchMode, StoredSession};
+use crate::history::{Filter, History, Kind, SearchMode, StoredEntry};
 use crate::llm::Usage;
 
 /// Which candidates the model is asked about.
@@ -27,7 +27,7 @@ impl Default for Selection {
     }
 }
 
-/// A kept session and why.
+/// A kept entry and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Kept {
     pub id: i64,
@@ -41,9 +41,9 @@ pub struct Kept {
 /// The selection's result and cost.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Selected {
-    /// Sessions that yielded a phrase, in retrieval order.
+    /// Entries that yielded a phrase, in retrieval order.
     pub kept: Vec<Kept>,
-    /// Sessions the model was asked about.
+    /// Entries the model was asked about.
     pub judged: usize,
     /// Model use of the selection itself (none: the extraction calls are counted as
     /// generation).
@@ -51,9 +51,9 @@ pub struct Selected {
     pub seconds: f64,
 }
 
-/// How a session is shown to the model: one line, its kind said plainly.
-pub fn session_line(s: &StoredSession, max_chars: usize) -> String {
-    let session = &s.session;
+/// How an entry is shown to the model: one line, its kind said plainly.
+pub fn entry_line(s: &StoredEntry, max_chars: usize) -> String {
+    let session = &s.entry;
     let mut text = match session.kind {
         Kind::Search => format!("Searched: {}", session.title),
         Kind::Visit => format!("Visited page: {}", session.title),
@@ -72,12 +72,12 @@ pub fn session_line(s: &StoredSession, max_chars: usize) -> String {
     text
 }
 
-/// Sessions as the prompts list them: `[n] one line`, numbered from 1.
-pub(crate) fn numbered(sessions: &[StoredSession], max_chars: usize) -> Vec<serde_json::Value> {
+/// Entries as the prompts list them: `[n] one line`, numbered from 1.
+pub(crate) fn numbered(sessions: &[StoredEntry], max_chars: usize) -> Vec<serde_json::Value> {
     sessions
         .iter()
         .enumerate()
-        .map(|(i, s)| serde_json::json!({"number": i + 1, "text": session_line(s, max_chars)}))
+        .map(|(i, s)| serde_json::json!({"number": i + 1, "text": entry_line(s, max_chars)}))
         .collect()
 }
 
@@ -87,9 +87,9 @@ pub fn prefilter(
     history: &mut History,
     embedder: Option<(&dyn Embedder, &str)>,
     query: &str,
-    candidates: Vec<StoredSession>,
+    candidates: Vec<StoredEntry>,
     selection: Selection,
-) -> Result<Vec<StoredSession>, ProfileError> {
+) -> Result<Vec<StoredEntry>, ProfileError> {
     let Selection::Embedding { min_similarity } = selection else {
         return Ok(candidates);
     };

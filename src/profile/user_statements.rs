@@ -154,7 +154,7 @@ impl You {
             .collect()
     }
 
-    /// Whether sessions from `source` may feed a profile.
+    /// Whether entries from `source` may feed a profile.
     pub fn personalises_from(&self, source: HistorySource) -> bool {
         !self.unpersonalised.contains(&source)
     }

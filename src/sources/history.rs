@@ -1,5 +1,5 @@
-//! The user's imported history as a research source: hybrid search over sessions, each hit
-//! cited by its session id.
+//! The user's imported history as a research source: hybrid search over entries, each hit
+//! cited by its entry id.
 //!
 //! History is evidence about the user, not about the world: what the user typed (a search, a
 //! chat turn) and the pages they visited describe them and belong to the profile. Only what an
@@ -8,19 +8,19 @@
 
 use super::{CitationTarget, Evidence, Source, SourceError};
 use crate::embed::Embedder;
-use crate::history::{Filter, History, Kind, SearchMode, Session, TurnRole};
+use crate::history::{Entry, Filter, History, Kind, SearchMode, TurnRole};
 
-/// Characters of a session's text handed to the model as one passage.
+/// Characters of an entry's text handed to the model as one passage.
 pub const PASSAGE_CHARS: usize = 900;
 
-/// Sessions searched per passage wanted: searches and visits match a query as well as chats
+/// Entries searched per passage wanted: searches and visits match a query as well as chats
 /// do but yield no passage, so the search looks further to fill `limit`.
 const OVERFETCH: usize = 3;
 
-/// The part of a session that may stand as research evidence: the assistant turns of a chat,
+/// The part of an entry that may stand as research evidence: the assistant turns of a chat,
 /// joined. `None` for searches, visits, and chats without an assistant turn (the user's own
 /// words are evidence about the user only).
-pub fn evidence_text(session: &Session) -> Option<String> {
+pub fn evidence_text(session: &Entry) -> Option<String> {
     if session.kind != Kind::Chat {
         return None;
     }
@@ -48,7 +48,7 @@ impl HistorySourceAdapter {
         }
     }
 
-    /// Only sessions this filter admits are searched.
+    /// Only entries this filter admits are searched.
     pub fn with_filter(mut self, filter: Filter) -> Self {
         self.filter = filter;
         self
@@ -93,7 +93,7 @@ impl Source for HistorySourceAdapter {
             let Some(stored) = sessions.iter().find(|s| s.id == hit.id) else {
                 continue;
             };
-            let Some(text) = evidence_text(&stored.session) else {
+            let Some(text) = evidence_text(&stored.entry) else {
                 continue;
             };
             if out.len() == limit {
@@ -103,14 +103,14 @@ impl Source for HistorySourceAdapter {
             out.push(Evidence {
                 target: CitationTarget::History {
                     session: hit.id,
-                    url: stored.session.url.clone(),
-                    source: Some(stored.session.source.as_str().to_string()),
+                    url: stored.entry.url.clone(),
+                    source: Some(stored.entry.source.as_str().to_string()),
                     day: stored
-                        .session
+                        .entry
                         .started_at
                         .map(|t| t.format("%Y-%m-%d").to_string()),
                 },
-                title: stored.session.title.clone(),
+                title: stored.entry.title.clone(),
                 text,
                 score: hit.score,
             });
@@ -142,10 +142,10 @@ pub fn passage(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::{evidence_text, passage};
-    use crate::history::{HistorySource, Kind, Session, Turn};
+    use crate::history::{Entry, HistorySource, Kind, Turn};
 
-    fn session(kind: Kind, turns: Vec<Turn>) -> Session {
-        Session {
+    fn session(kind: Kind, turns: Vec<Turn>) -> Entry {
+        Entry {
             source: HistorySource::Chatgpt,
             kind,
             title: "Running shoes".into(),

@@ -14,7 +14,7 @@ import type {
   ForgetSummary,
   HistoryFilters,
   HistoryHit,
-  HistorySession,
+  HistoryEntry,
   ImportProgress,
   ImportReport,
   LibraryStats,
@@ -46,7 +46,7 @@ export const libraryStats = (): Promise<LibraryStats> => invoke('library_stats')
 export const corpusAdd = (name: string | null): Promise<DocsReport> => invoke('corpus_add', { name });
 export const historySearch = (query: string, filters: HistoryFilters): Promise<HistoryHit[]> =>
   invoke('history_search', { query, filters });
-export const historyShow = (id: number): Promise<HistorySession> => invoke('history_show', { id });
+export const historyShow = (id: number): Promise<HistoryEntry> => invoke('history_show', { id });
 export const historyForget = (selector: ForgetSelector): Promise<ForgetSummary> =>
   invoke('history_forget', { selector });
 export const researchStart = (request: ResearchRequest): Promise<number> =>

@@ -11,7 +11,7 @@
 import type {
   DocsSummary,
   ForgetSelectorView,
-  HistorySessionView,
+  HistoryEntryView,
   ReferenceView,
   ReplyView,
   RunState,
@@ -75,7 +75,7 @@ export type {
   InterestView,
   QueryProfileView,
   SayRequest,
-  SessionRef,
+  EntryRef,
   SourceSwitch,
   StatementView,
   YouView,
@@ -87,8 +87,8 @@ export type {
 export type DocsReport = DocsSummary;
 /** One `history_search` result (`rudder::history::SearchHit`). */
 export type HistoryHit = SearchHit;
-/** `history_show`'s result (`rudder::app::HistorySessionView`). */
-export type HistorySession = HistorySessionView;
+/** `history_show`'s result (`rudder::app::HistoryEntryView`). */
+export type HistoryEntry = HistoryEntryView;
 export type HistoryTurn = TurnView;
 /** `history_forget`'s selector: every field has a default on the Rust side. */
 export type ForgetSelector = Partial<ForgetSelectorView>;

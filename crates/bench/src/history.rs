@@ -154,7 +154,7 @@ pub fn bench_history(
         .get_many(&ids[..cfg.queries.min(ids.len())])
         .map_err(err)?
     {
-        let words: Vec<&str> = s.session.title.split_whitespace().collect();
+        let words: Vec<&str> = s.entry.title.split_whitespace().collect();
         if words.is_empty() {
             continue;
         }

@@ -42,7 +42,7 @@ fn import_search_show_stats_forget() {
     let out = rudder(&data, &["import", export]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
-        text(&out.stderr).contains("2 sessions are not yet read into memory"),
+        text(&out.stderr).contains("2 entries are not yet read into memory"),
         "{}",
         text(&out.stderr)
     );
@@ -97,7 +97,7 @@ fn import_search_show_stats_forget() {
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
-        text(&out.stdout).starts_with("read 2 sessions (0 passed over"),
+        text(&out.stdout).starts_with("read 2 entries (0 passed over"),
         "{}",
         text(&out.stdout)
     );
@@ -146,7 +146,7 @@ fn import_search_show_stats_forget() {
         ],
     );
     assert!(
-        text(&out.stdout).contains("forgot 1 sessions"),
+        text(&out.stdout).contains("forgot 1 entry"),
         "{}",
         text(&out.stdout)
     );

@@ -350,7 +350,7 @@ fn one_huge_message_is_cut_to_the_cap_and_reported() {
 
     let history = History::open(&data.join("history")).unwrap();
     let session = history.get(1).unwrap().expect("the conversation");
-    let first = &session.session.turns[0].text;
+    let first = &session.entry.turns[0].text;
     assert!(
         first.len() <= rudder::history::MAX_TURN_BYTES,
         "{}",
@@ -358,5 +358,5 @@ fn one_huge_message_is_cut_to_the_cap_and_reported() {
     );
     assert!(first.len() > rudder::history::MAX_TURN_BYTES - 4);
     assert!(first.starts_with("éé"));
-    assert_eq!(session.session.turns[1].text, "That log shows a timeout.");
+    assert_eq!(session.entry.turns[1].text, "That log shows a timeout.");
 }

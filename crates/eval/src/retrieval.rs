@@ -14,7 +14,7 @@
 //! * `history` is a folder of export files relative to the cases file (an absolute path is
 //!   used as is). Every case of one `user` must name the same folder; it is imported once into
 //!   a fresh history under the work dir and embedded with the evaluation's embedder.
-//! * Relevant sessions are named by [`Session::content_hash`](rudder::history::Session), not by
+//! * Relevant sessions are named by [`Entry::content_hash`](rudder::history::Entry), not by
 //!   id: ids depend on import order, hashes do not. A labelled hash that the import does not
 //!   produce is an error (the labels and the export have drifted apart), not a silent miss.
 //! * `relevant_topics` and `why` document the hand-written labelling rule (`interest/topic` of
@@ -672,7 +672,7 @@ fn evaluate_case(
             .get_many(shown)?
             .into_iter()
             .map(|s| TopHit {
-                title: s.session.title,
+                title: s.entry.title,
                 relevant: relevant.contains(&s.id),
             })
             .collect();
@@ -746,7 +746,7 @@ pub(crate) fn ids_by_hash(history: &History) -> Result<HashMap<String, i64>, Eva
     let mut ids = HashMap::new();
     history
         .store()
-        .for_each_session(512, |batch| {
+        .for_each_entry(512, |batch| {
             for s in batch {
                 ids.insert(s.content_hash.clone(), s.id);
             }

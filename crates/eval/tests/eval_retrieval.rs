@@ -1014,7 +1014,7 @@ fn hashes(history: &History) -> HashSet<String> {
     let mut out = HashSet::new();
     history
         .store()
-        .for_each_session(512, |batch| {
+        .for_each_entry(512, |batch| {
             out.extend(batch.iter().map(|s| s.content_hash.clone()));
             Ok(())
         })

@@ -55,7 +55,7 @@ use vocab::{vocab, InterestDef};
 
 use rudder::history::import::time::from_unix_seconds_f64;
 use rudder::history::import::Format;
-use rudder::history::{HistorySource, Kind, Session, Turn};
+use rudder::history::{Entry, HistorySource, Kind, Turn};
 
 /// A chat (ChatGPT or Claude) as an item without interest labels.
 pub(crate) fn chat_item(detail: Detail) -> SynthItem {
@@ -278,7 +278,7 @@ impl SynthSummary {
 #[derive(Debug, Clone)]
 pub struct SynthItem {
     /// The session as an importer should produce it from the written file.
-    pub session: Session,
+    pub session: Entry,
     /// The interest it came from (`None` for noise).
     pub interest: Option<&'static str>,
     /// The topic within the interest (`None` for noise).
@@ -314,7 +314,7 @@ pub fn items(cfg: &SynthConfig) -> Items {
 }
 
 /// The sessions [`write_export`] writes, in memory, in the same order.
-pub fn sessions(cfg: &SynthConfig) -> impl Iterator<Item = Session> {
+pub fn sessions(cfg: &SynthConfig) -> impl Iterator<Item = Entry> {
     items(cfg).map(|i| i.session)
 }
 
@@ -1013,7 +1013,7 @@ impl Gen {
         }
         let q = self.query(&c);
         let url = format!("https://www.google.com/search?q={}", form_encode(&q));
-        let session = Session {
+        let session = Entry {
             source: HistorySource::GoogleSearch,
             kind: Kind::Search,
             title: q.clone(),
@@ -1380,7 +1380,7 @@ impl Gen {
                 let tpl = pick(&mut self.rng, &vocab().noise_queries);
                 let q = fill_noise(&mut self.rng, tpl, city, year).to_lowercase();
                 let url = format!("https://www.google.com/search?q={}", form_encode(&q));
-                let session = Session {
+                let session = Entry {
                     source: HistorySource::GoogleSearch,
                     kind: Kind::Search,
                     title: q.clone(),
@@ -1465,8 +1465,8 @@ struct Focus {
     entity: &'static str,
 }
 
-fn visit_session(title: String, url: String, at: i64) -> Session {
-    Session {
+fn visit_session(title: String, url: String, at: i64) -> Entry {
+    Entry {
         source: HistorySource::GoogleSearch,
         kind: Kind::Visit,
         title: title.clone(),
@@ -1521,7 +1521,7 @@ struct LocationInfo {
     source_url: &'static str,
 }
 
-fn write_takeout(w: &mut dyn Write, s: &Session, extra: &TakeoutExtra) -> io::Result<()> {
+fn write_takeout(w: &mut dyn Write, s: &Entry, extra: &TakeoutExtra) -> io::Result<()> {
     let url = s.url.as_deref().unwrap_or_default();
     let (title, title_url) = match (s.kind, &extra.usg) {
         (Kind::Visit, Some(usg)) => (
@@ -1718,7 +1718,7 @@ impl GptConv {
 
     /// The session an importer should make: the visible text messages from the root down to
     /// `current_node`.
-    fn session(&self) -> Session {
+    fn session(&self) -> Entry {
         let mut path = Vec::new();
         let mut at = Some(self.current);
         while let Some(i) = at {
@@ -1741,7 +1741,7 @@ impl GptConv {
                 GptBody::Context { .. } => None,
             })
             .collect();
-        Session {
+        Entry {
             source: HistorySource::Chatgpt,
             kind: Kind::Chat,
             title: self.title.clone(),
@@ -1967,7 +1967,7 @@ struct ClaudeMessage {
 }
 
 impl ClaudeConv {
-    fn session(&self) -> Session {
+    fn session(&self) -> Entry {
         let turns: Vec<Turn> = self
             .messages
             .iter()
@@ -1980,7 +1980,7 @@ impl ClaudeConv {
                 }
             })
             .collect();
-        Session {
+        Entry {
             source: HistorySource::Claude,
             kind: Kind::Chat,
             title: self.name.clone(),
@@ -2737,7 +2737,7 @@ mod tests {
             chat: 0.0,
         };
         assert_eq!(only_search.counts().searches, 10);
-        let got: Vec<Session> = sessions(&only_search).collect();
+        let got: Vec<Entry> = sessions(&only_search).collect();
         assert_eq!(got.len(), 10);
         assert!(got.iter().all(|s| s.kind == Kind::Search));
     }

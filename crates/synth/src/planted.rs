@@ -19,7 +19,7 @@
 //! profile-driven retrieval have to earn their keep.
 //!
 //! Labels (`labels.json`, [`PlantedSet`]): each need names its planting sessions by
-//! [`Session::content_hash`](rudder::history::Session::content_hash), exactly as the real
+//! [`Entry::content_hash`](rudder::history::Entry::content_hash), exactly as the real
 //! importer produces them, so an evaluation can check that retrieval surfaced them. Its
 //! `specifics` are short strings a sentence that truly addresses the need would normally
 //! contain (a cheap lexical check); `addressing` and `mentioning` are sentence pairs for
@@ -38,7 +38,7 @@ use std::sync::OnceLock;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use rudder::history::{HistorySource, Kind, Session, Turn};
+use rudder::history::{Entry, HistorySource, Kind, Turn};
 
 use crate::vocab::vocab;
 use crate::{
@@ -150,7 +150,7 @@ pub fn read_planted_set(dir: &Path) -> rudder::Result<PlantedSet> {
 
 /// The text of a session as the user would see it, for [`content_words`]: the title, every
 /// turn and the words of the URL.
-pub fn session_text(s: &Session) -> String {
+pub fn session_text(s: &Entry) -> String {
     let mut out = s.title.clone();
     for t in &s.turns {
         out.push('\n');
@@ -202,7 +202,7 @@ struct NeedDef {
     kind: NeedKind,
     statement: String,
     specifics: Vec<String>,
-    /// Session specs: `s:query`, `v:title|url`, `c:title|prompt|answer|…` (ChatGPT),
+    /// Entry specs: `s:query`, `v:title|url`, `c:title|prompt|answer|…` (ChatGPT),
     /// `k:title|prompt|answer|…` (Claude).
     plants: Vec<String>,
     addressing: Vec<String>,
@@ -358,7 +358,7 @@ fn planted_item(gen: &mut Gen, spec: &str, owner: &str) -> rudder::Result<(i64, 
     let item = match kind {
         "s" => {
             let q = rest.to_string();
-            let session = Session {
+            let session = Entry {
                 source: HistorySource::GoogleSearch,
                 kind: Kind::Search,
                 title: q.clone(),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use rudder::history::import::{collect, parse_file};
-use rudder::history::{History, ImportOptions, NoProgress, Record, Session};
+use rudder::history::{Entry, History, ImportOptions, NoProgress, Record};
 use rudder_synth::planted::{
     content_words, read_planted_set, session_text, write_planted_set, NeedKind, PlantedSet,
     LABELS_FILE,
@@ -27,14 +27,14 @@ fn shared() -> &'static (tempfile::TempDir, PlantedSet) {
 }
 
 /// Every session of a user's export, parsed by the real importers, by content hash.
-fn parsed(folder: &Path) -> HashMap<String, Session> {
+fn parsed(folder: &Path) -> HashMap<String, Entry> {
     let collected = collect(&[folder.to_path_buf()]);
     assert!(collected.refused.is_empty(), "{:?}", collected.refused);
     let mut out = HashMap::new();
     for f in &collected.files {
         parse_file(f, None, &mut |r| {
             match r {
-                Record::Session(s) => {
+                Record::Entry(s) => {
                     out.insert(s.content_hash(), s);
                 }
                 Record::Signal(_) => {}
@@ -203,7 +203,7 @@ fn planted_exports_import_with_every_labelled_hash() {
         let mut hashes = HashSet::new();
         history
             .store()
-            .for_each_session(512, |batch| {
+            .for_each_entry(512, |batch| {
                 hashes.extend(batch.iter().map(|s| s.content_hash.clone()));
                 Ok(())
             })

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use rudder::history::import::{
     collect, detect_from, parse_file, Detected, Format, ImportError, InputFile,
 };
-use rudder::history::{HistorySource, Kind, Record, Session, SignalKind};
+use rudder::history::{Entry, HistorySource, Kind, Record, SignalKind};
 use rudder_synth::{self as synth, Mix, SynthConfig, SynthSummary};
 use serde_json::Value;
 
@@ -450,7 +450,7 @@ fn files_are_detected_plain_and_inside_a_zip() {
 }
 
 struct Imported {
-    sessions: Vec<Session>,
+    sessions: Vec<Entry>,
     signals: Vec<String>,
 }
 
@@ -462,7 +462,7 @@ fn import_all(paths: &[PathBuf]) -> Imported {
     for f in &collected.files {
         parse_file(f, None, &mut |r| {
             match r {
-                Record::Session(s) => sessions.push(s),
+                Record::Entry(s) => sessions.push(s),
                 Record::Signal(s) => {
                     assert_eq!(
                         (s.source, s.kind),
@@ -480,7 +480,7 @@ fn import_all(paths: &[PathBuf]) -> Imported {
 }
 
 /// Stable order for comparing: by source, then external id or time and title.
-fn sorted(mut v: Vec<Session>) -> Vec<Session> {
+fn sorted(mut v: Vec<Entry>) -> Vec<Entry> {
     v.sort_by(|a, b| {
         (
             a.source,

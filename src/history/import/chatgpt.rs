@@ -38,8 +38,8 @@ use serde_json::Value;
 use super::json::for_each_array_item;
 use super::time::from_unix_seconds_f64;
 use super::{ImportError, InputFile, Sink};
-use crate::history::session::{
-    HistorySource, Kind, Record, Session, Signal, SignalKind, Turn, TurnRole,
+use crate::history::entry::{
+    Entry, HistorySource, Kind, Record, Signal, SignalKind, Turn, TurnRole,
 };
 
 /// Titles made from a first message are cut to about this many characters.
@@ -161,7 +161,7 @@ fn lenient_seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Er
 }
 
 /// Reads a ChatGPT conversations file, handing each conversation with a visible turn to `sink`
-/// as a chat session, and each distinct set of custom instructions as a signal.
+/// as a chat entry, and each distinct set of custom instructions as a signal.
 pub fn import(file: &InputFile, sink: &mut Sink<'_>) -> Result<(), ImportError> {
     let mut seen_instructions = HashSet::new();
     file.with_reader(|reader| {
@@ -214,7 +214,7 @@ fn handle(
     let (started_at, time_note) = start_time(&turns, created, updated);
     let title = non_empty(conversation.title.map(|t| clean_text(&t)))
         .unwrap_or_else(|| title_from_turns(&turns));
-    sink(Record::Session(Session {
+    sink(Record::Entry(Entry {
         source: HistorySource::Chatgpt,
         kind: Kind::Chat,
         title,
@@ -509,17 +509,17 @@ mod tests {
         Ok(out)
     }
 
-    fn sessions(records: &[Record]) -> Vec<&Session> {
+    fn sessions(records: &[Record]) -> Vec<&Entry> {
         records
             .iter()
             .filter_map(|r| match r {
-                Record::Session(s) => Some(s),
+                Record::Entry(s) => Some(s),
                 Record::Signal(_) | Record::Skipped { .. } => None,
             })
             .collect()
     }
 
-    fn texts(s: &Session) -> Vec<&str> {
+    fn texts(s: &Entry) -> Vec<&str> {
         s.turns.iter().map(|t| t.text.as_str()).collect()
     }
 

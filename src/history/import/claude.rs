@@ -35,8 +35,8 @@ use super::chatgpt::{clean_text, lenient, lenient_id, non_empty, start_time, tit
 use super::json::for_each_array_item;
 use super::time::parse_rfc3339;
 use super::{ImportError, InputFile, Sink};
-use crate::history::session::{
-    HistorySource, Kind, Record, Session, Signal, SignalKind, Turn, TurnRole,
+use crate::history::entry::{
+    Entry, HistorySource, Kind, Record, Signal, SignalKind, Turn, TurnRole,
 };
 
 #[derive(Deserialize, Default)]
@@ -91,12 +91,12 @@ struct Block {
 }
 
 /// Reads a Claude `conversations.json`, handing each conversation with a turn to `sink` as a
-/// chat session.
+/// chat entry.
 pub fn import(file: &InputFile, sink: &mut Sink<'_>) -> Result<(), ImportError> {
     file.with_reader(|reader| {
         for_each_array_item::<Conversation, _>(file, reader, |_, conversation| {
             match session(conversation) {
-                Some(s) => sink(Record::Session(s)),
+                Some(s) => sink(Record::Entry(s)),
                 None => Ok(()),
             }
         })
@@ -104,7 +104,7 @@ pub fn import(file: &InputFile, sink: &mut Sink<'_>) -> Result<(), ImportError> 
     Ok(())
 }
 
-fn session(conversation: Conversation) -> Option<Session> {
+fn session(conversation: Conversation) -> Option<Entry> {
     let mut turns = Vec::new();
     let mut first_question = None;
     // Array order is the order the user saw; times only annotate.
@@ -147,7 +147,7 @@ fn session(conversation: Conversation) -> Option<Session> {
     let title = non_empty(conversation.name.map(|n| clean_text(&n)))
         .unwrap_or_else(|| title_from_message(first_question.as_deref().unwrap_or(&first_text)));
     let id = non_empty(conversation.uuid);
-    Some(Session {
+    Some(Entry {
         source: HistorySource::Claude,
         kind: Kind::Chat,
         title,
@@ -357,7 +357,7 @@ mod tests {
             .iter()
             .filter_map(|r| match r {
                 Record::Signal(s) => Some(s.text.clone()),
-                Record::Session(_) | Record::Skipped { .. } => None,
+                Record::Entry(_) | Record::Skipped { .. } => None,
             })
             .collect();
         texts.sort();
@@ -413,7 +413,7 @@ mod tests {
              "start_timestamp": "2024-01-01T00:00:05Z"}]}
         ]}]"#;
         let records = run(json, import).unwrap();
-        let Record::Session(s) = &records[0] else {
+        let Record::Entry(s) = &records[0] else {
             panic!("{records:?}")
         };
         let texts: Vec<_> = s.turns.iter().map(|t| t.text.as_str()).collect();
@@ -429,7 +429,7 @@ mod tests {
             {"sender": "assistant", "text": "ok"}
         ]}]"#;
         let records = run(json, import).unwrap();
-        let Record::Session(s) = &records[0] else {
+        let Record::Entry(s) = &records[0] else {
             panic!("{records:?}")
         };
         assert_eq!(s.turns[0].text, "[attached file]\n[attached: a.png]");

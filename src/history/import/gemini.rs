@@ -36,7 +36,7 @@ use super::takeout_search::{clean_text, is_odd_space, lenient, Lenient};
 use super::takeout_search_html::html_to_text;
 use super::time::parse_rfc3339;
 use super::{ImportError, InputFile, Sink};
-use crate::history::session::{HistorySource, Kind, Record, Session, Turn};
+use crate::history::entry::{Entry, HistorySource, Kind, Record, Turn};
 
 /// Turns without a conversation id further apart than this start a new conversation.
 const GAP_SECONDS: i64 = 30 * 60;
@@ -55,7 +55,7 @@ pub fn import(file: &InputFile, sink: &mut Sink<'_>) -> Result<(), ImportError> 
         })
     })?;
     for conversation in group(turns) {
-        sink(Record::Session(conversation))?;
+        sink(Record::Entry(conversation))?;
     }
     Ok(())
 }
@@ -198,7 +198,7 @@ fn conversation_id(url: &str) -> Option<String> {
 
 /// Groups turns into conversations: by id, else by time proximity. Conversations come out
 /// oldest first; untimed ones last.
-fn group(turns: Vec<GeminiTurn>) -> Vec<Session> {
+fn group(turns: Vec<GeminiTurn>) -> Vec<Entry> {
     let mut by_id: HashMap<String, Vec<GeminiTurn>> = HashMap::new();
     let mut loose = Vec::new();
     for turn in turns {
@@ -207,7 +207,7 @@ fn group(turns: Vec<GeminiTurn>) -> Vec<Session> {
             None => loose.push(turn),
         }
     }
-    let mut sessions: Vec<Session> = by_id
+    let mut sessions: Vec<Entry> = by_id
         .into_iter()
         .map(|(id, turns)| conversation(Some(id), turns))
         .collect();
@@ -243,7 +243,7 @@ fn sort_turns(turns: &mut [GeminiTurn]) {
     turns.sort_by_key(|t| (t.at.is_none(), t.at, Reverse(t.index)));
 }
 
-fn conversation(id: Option<String>, mut turns: Vec<GeminiTurn>) -> Session {
+fn conversation(id: Option<String>, mut turns: Vec<GeminiTurn>) -> Entry {
     sort_turns(&mut turns);
     let started_at = turns.iter().find_map(|t| t.at);
     let first_user = turns.first().map(|t| t.user.as_str()).unwrap_or_default();
@@ -257,7 +257,7 @@ fn conversation(id: Option<String>, mut turns: Vec<GeminiTurn>) -> Session {
         .iter()
         .any(|t| t.at.is_none())
         .then(|| "the export gives no readable time for some turns".to_string());
-    Session {
+    Entry {
         source: HistorySource::Gemini,
         kind: Kind::Chat,
         title: title_from(first_user),

@@ -129,8 +129,8 @@ pub struct Element<T>(pub Result<T, String>);
 
 impl<T> Element<T> {
     /// The record that reports this element as skipped: `item N` (0-based, as errors say).
-    pub fn skipped(index: usize, reason: String) -> crate::history::session::Record {
-        crate::history::session::Record::Skipped {
+    pub fn skipped(index: usize, reason: String) -> crate::history::entry::Record {
+        crate::history::entry::Record::Skipped {
             place: format!("item {index}"),
             reason,
         }

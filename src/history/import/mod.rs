@@ -22,7 +22,7 @@ use std::str::FromStr;
 
 pub use input::{collect, scratch_copies_in, Collected, InputFile, LocalCopy};
 
-use super::session::Record;
+use super::entry::Record;
 
 /// Receives each record an importer produces. An error from the sink aborts the import.
 pub type Sink<'a> = dyn FnMut(Record) -> Result<(), ImportError> + 'a;

@@ -3,7 +3,7 @@
 //! `{"Browser History": [{title, url, time_usec, page_transition, client_id, favicon_url}, …]}`,
 //! streamed item by item (other top-level keys are skipped).
 //!
-//! - One visit session per (URL, UTC day) within the file, started at the day's first visit
+//! - One visit entry per (URL, UTC day) within the file, started at the day's first visit
 //!   (see [`VisitDays`]); the title is the page title, or the URL when there is none.
 //! - `time_usec` is microseconds since the Unix epoch; a number, but a string of digits or a
 //!   float is accepted too. A missing or zero time imports without a time, with a note.
@@ -19,7 +19,7 @@ use super::json::{for_each_field_item, Element};
 use super::takeout_search::{clean_text, lenient, visit, VisitDays};
 use super::time::from_unix_micros;
 use super::{ImportError, InputFile, Sink};
-use crate::history::session::HistorySource;
+use crate::history::entry::HistorySource;
 
 const KEY: &str = "Browser History";
 

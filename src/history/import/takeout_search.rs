@@ -30,7 +30,7 @@ use serde::Deserialize;
 use super::json::{for_each_array_item, Element};
 use super::time::parse_rfc3339;
 use super::{ImportError, InputFile, Sink};
-use crate::history::session::{HistorySource, Kind, Record, Session, Turn};
+use crate::history::entry::{Entry, HistorySource, Kind, Record, Turn};
 
 pub fn import(file: &InputFile, sink: &mut Sink<'_>) -> Result<(), ImportError> {
     let mut visits = VisitDays::default();
@@ -43,7 +43,7 @@ pub fn import(file: &InputFile, sink: &mut Sink<'_>) -> Result<(), ImportError> 
             };
             match item_to_session(item) {
                 Some(s) if s.kind == Kind::Visit => visits.add(s, sink),
-                Some(s) => sink(Record::Session(s)),
+                Some(s) => sink(Record::Entry(s)),
                 None => {
                     skipped += 1;
                     Ok(())
@@ -156,7 +156,7 @@ struct Item {
     products: Option<Vec<String>>,
 }
 
-fn item_to_session(item: Item) -> Option<Session> {
+fn item_to_session(item: Item) -> Option<Entry> {
     if is_other_product(
         item.header.as_deref(),
         item.products.as_deref().unwrap_or(&[]),
@@ -244,14 +244,14 @@ fn strip_verb<'a>(title: &'a str, verb: &str) -> Option<&'a str> {
     Some(rest.trim())
 }
 
-/// A search session: the query is the title and the one user turn.
+/// A search entry: the query is the title and the one user turn.
 pub(super) fn search_session(
     query: &str,
     url: Option<&str>,
     at: Option<DateTime<Utc>>,
     time_note: Option<String>,
-) -> Session {
-    Session {
+) -> Entry {
+    Entry {
         source: HistorySource::GoogleSearch,
         kind: Kind::Search,
         title: query.to_string(),
@@ -263,31 +263,31 @@ pub(super) fn search_session(
     }
 }
 
-/// A visit session from Google Search activity: the page title (or the URL when the title is
+/// A visit entry from Google Search activity: the page title (or the URL when the title is
 /// missing or is itself a URL) is the title and the one user turn.
 pub(super) fn visit_session(
     page_title: &str,
     url: String,
     at: Option<DateTime<Utc>>,
     time_note: Option<String>,
-) -> Session {
+) -> Entry {
     visit(HistorySource::GoogleSearch, page_title, url, at, time_note)
 }
 
-/// A visit session for any source.
+/// A visit entry for any source.
 pub(super) fn visit(
     source: HistorySource,
     page_title: &str,
     url: String,
     at: Option<DateTime<Utc>>,
     time_note: Option<String>,
-) -> Session {
+) -> Entry {
     let title = if page_title.is_empty() || looks_like_url(page_title) {
         url.clone()
     } else {
         page_title.to_string()
     };
-    Session {
+    Entry {
         source,
         kind: Kind::Visit,
         title: title.clone(),
@@ -379,7 +379,7 @@ pub(super) fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Deduplicates visit sessions per (URL, UTC day), keeping the day's first visit.
+/// Deduplicates visit entries per (URL, UTC day), keeping the day's first visit.
 ///
 /// Exports are sorted by time (newest first, usually), so one day's visits are contiguous: they
 /// are held until the day changes, then handed on. Memory is one day's visits plus a 64-bit
@@ -389,13 +389,13 @@ pub(super) fn percent_decode(s: &str) -> String {
 #[derive(Default)]
 pub(super) struct VisitDays {
     day: Option<Option<NaiveDate>>,
-    pending: Vec<Session>,
+    pending: Vec<Entry>,
     by_url: HashMap<String, usize>,
     emitted: HashSet<u64>,
 }
 
 impl VisitDays {
-    pub(super) fn add(&mut self, visit: Session, sink: &mut Sink<'_>) -> Result<(), ImportError> {
+    pub(super) fn add(&mut self, visit: Entry, sink: &mut Sink<'_>) -> Result<(), ImportError> {
         let day = visit.started_at.map(|t| t.date_naive());
         if self.day != Some(day) {
             self.flush(sink)?;
@@ -409,7 +409,7 @@ impl VisitDays {
             Some(kept) => {
                 // Keep the earliest time; prefer a real page title over the URL, else the
                 // title that goes with the earliest visit.
-                let url_titled = |s: &Session| s.url.as_deref() == Some(s.title.as_str());
+                let url_titled = |s: &Entry| s.url.as_deref() == Some(s.title.as_str());
                 let earlier = match (visit.started_at, kept.started_at) {
                     (Some(new), Some(old)) => new < old,
                     (Some(_), None) => true,
@@ -443,13 +443,13 @@ impl VisitDays {
             let day = visit.started_at.map(|t| t.date_naive());
             self.emitted
                 .insert(day_key(visit.url.as_deref().unwrap_or(""), day));
-            sink(Record::Session(visit))?;
+            sink(Record::Entry(visit))?;
         }
         Ok(())
     }
 }
 
-fn retitle(s: &mut Session, title: String) {
+fn retitle(s: &mut Entry, title: String) {
     for turn in &mut s.turns {
         if turn.text == s.title {
             turn.text = title.clone();
@@ -608,7 +608,7 @@ mod tests {
         assert!(!is_other_product(None, &[]));
     }
 
-    fn visit_at(url: &str, title: &str, secs: i64) -> Session {
+    fn visit_at(url: &str, title: &str, secs: i64) -> Entry {
         let at = Utc.timestamp_opt(secs, 0).single();
         visit(HistorySource::Chrome, title, url.into(), at, None)
     }
@@ -617,7 +617,7 @@ mod tests {
     fn visit_days_keep_the_first_visit_of_each_day() {
         let mut out = Vec::new();
         let mut sink = |r: Record| {
-            if let Record::Session(s) = r {
+            if let Record::Entry(s) = r {
                 out.push(s);
             }
             Ok(())

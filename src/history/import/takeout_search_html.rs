@@ -19,7 +19,7 @@
 //! - Time zones: none (exports before 2018: taken as UTC), `UTC`/`GMT` (exact), an explicit
 //!   `GMT+01:00`, or a local abbreviation at export time (`PST`, `MEZ`, …). Abbreviations are
 //!   ambiguous (CST, IST, BST each name several zones), so a known one is mapped to its usual
-//!   offset AND the session's `time_note` says which offset was assumed; an unknown one is taken
+//!   offset AND the entry's `time_note` says which offset was assumed; an unknown one is taken
 //!   as UTC, with a note saying so. A missing zone on a date from 2018 on is noted too.
 //! - Invalid UTF-8 fails the file, naming the cell and its byte offset; so does a file that
 //!   ends inside a cell (truncated: no `</body>`/`</html>` after the last cell).
@@ -34,7 +34,7 @@ use super::takeout_search::{
     VisitDays,
 };
 use super::{ImportError, InputFile, Sink};
-use crate::history::session::{Kind, Record, Session};
+use crate::history::entry::{Entry, Kind, Record};
 use crate::html::cap_html_depth;
 
 const CELL_MARKER: &[u8] = b"<div class=\"outer-cell";
@@ -66,7 +66,7 @@ pub fn import(file: &InputFile, sink: &mut Sink<'_>) -> Result<(), ImportError> 
             };
             match cell_to_session(cell) {
                 Some(s) if s.kind == Kind::Visit => visits.add(s, sink),
-                Some(s) => sink(Record::Session(s)),
+                Some(s) => sink(Record::Entry(s)),
                 None => Ok(()),
             }
         })
@@ -194,7 +194,7 @@ fn parse_cell(html: &str) -> Option<Cell> {
     Some(cell)
 }
 
-fn cell_to_session(cell: Cell) -> Option<Session> {
+fn cell_to_session(cell: Cell) -> Option<Entry> {
     if super::takeout_search::is_other_product(Some(&cell.header), &[]) {
         return None;
     }

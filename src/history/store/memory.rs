@@ -1,5 +1,5 @@
-//! The memory tables: statements about the person with the sessions they rest on, and which
-//! sessions have been read ([`crate::profile::memory`] decides what to store).
+//! The memory tables: statements about the person with the entries they rest on, and which
+//! entries have been read ([`crate::profile::memory`] decides what to store).
 
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::{from_micros, sqlite, Store, StoreResult};
 
-/// A statement to remember, read from one session.
+/// A statement to remember, read from one entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewMemory {
     /// The statement it is stored under: its own key, or an equivalent statement's to merge
@@ -19,7 +19,7 @@ pub struct NewMemory {
     pub session: i64,
 }
 
-/// A remembered statement with the sessions it rests on.
+/// A remembered statement with the entries it rests on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MemoryRow {
     pub id: i64,
@@ -27,9 +27,9 @@ pub struct MemoryRow {
     pub text: String,
     pub kind: String,
     pub model: String,
-    /// The sessions it was read from, oldest first, with their sources.
+    /// The entries it was read from, oldest first, with their sources.
     pub sessions: Vec<(i64, String)>,
-    /// When the earliest and the latest of those sessions started (when known).
+    /// When the earliest and the latest of those entries started (when known).
     pub first_seen: Option<DateTime<Utc>>,
     pub last_seen: Option<DateTime<Utc>>,
 }
@@ -39,12 +39,12 @@ pub struct MemoryRow {
 pub struct Remembering {
     /// New statements.
     pub added: usize,
-    /// Statements that gained a session.
+    /// Statements that gained an entry.
     pub strengthened: usize,
 }
 
 impl Store {
-    /// Up to `limit` sessions not yet read into memory, oldest first (reading in time order
+    /// Up to `limit` entries not yet read into memory, oldest first (reading in time order
     /// keeps a burst of related searches together).
     pub fn unread_for_memory(&self, limit: usize) -> StoreResult<Vec<i64>> {
         let mut stmt = self
@@ -61,7 +61,7 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
-    /// How many sessions are not yet read into memory.
+    /// How many entries are not yet read into memory.
     pub fn count_unread_for_memory(&self) -> StoreResult<u64> {
         self.conn
             .query_row(
@@ -74,9 +74,9 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Stores what reading `read` found, in one transaction: the sessions are marked read
+    /// Stores what reading `read` found, in one transaction: the entries are marked read
     /// (`skipped` ones as passed over by the cheap check) and each statement is added or, when
-    /// its key is already there, gains the session. A session forgotten meanwhile is left out,
+    /// its key is already there, gains the entry. An entry forgotten meanwhile is left out,
     /// with whatever was read from it.
     pub fn remember(
         &mut self,
@@ -154,7 +154,7 @@ impl Store {
         Ok(out)
     }
 
-    /// Every remembered statement, the best supported first (most sessions, then the most
+    /// Every remembered statement, the best supported first (most entries, then the most
     /// recently seen).
     pub fn memory(&self) -> StoreResult<Vec<MemoryRow>> {
         let mut stmt = self
@@ -214,7 +214,7 @@ impl Store {
         Ok(out)
     }
 
-    /// Changes whenever the memory does (a statement added or strengthened, a session read or
+    /// Changes whenever the memory does (a statement added or strengthened, an entry read or
     /// forgotten): part of the query-profile cache key.
     pub fn memory_version(&self) -> StoreResult<String> {
         self.conn

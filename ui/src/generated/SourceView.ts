@@ -5,14 +5,14 @@
  */
 export type SourceView = { title: string, 
 /**
- * The passage (document chunk) or the whole session's text (history); empty for the web.
+ * The passage (document chunk) or the whole entry's text (history); empty for the web.
  */
 text: string, 
 /**
- * Where it is: a path with chunk and page, a history session, or an address.
+ * Where it is: a path with chunk and page, a history entry, or an address.
  */
 location: string, url: string | null, 
 /**
- * Set for history citations, so the window can open the session on its own screen.
+ * Set for history citations, so the window can open the entry on its own screen.
  */
 history_session: number | null, };

@@ -31,11 +31,11 @@ standing: Array<StatementView>, recent: Array<QueryProfileView>,
 hidden: Array<StatementView>, sources: Array<SourceSwitch>, 
 /**
  * What Rudder remembers about the user: statements read from their history once, each
- * with the sessions it rests on (criterion: its kind, `constraint`, `background`,
+ * with the entries it rests on (criterion: its kind, `constraint`, `background`,
  * `preference` or `presentation`), the best supported first.
  */
 memory: Array<StatementView>, 
 /**
- * Sessions not yet read into memory.
+ * Entries not yet read into memory.
  */
 memory_unread: number, };

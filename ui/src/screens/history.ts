@@ -1,10 +1,11 @@
-// History: search the imported history, read a session, and forget it.
+// History: search the imported history, read an entry (a search, a page visit or a chat), and
+// forget it.
 
 import { busy, button, byId, h, replace, showError } from '../dom';
 import { formatDate, plural } from '../format';
 import { errorText, historyForget, historySearch, historyShow, libraryStats } from '../ipc';
 import { onShow, show } from '../nav';
-import type { HistoryFilters, HistoryHit, HistorySession } from '../types';
+import type { HistoryFilters, HistoryHit, HistoryEntry } from '../types';
 
 export function createHistoryScreen(): HTMLElement {
   const query = h('input', { id: 'history-query', type: 'search', placeholder: 'What were you reading about?', autocomplete: 'off' });
@@ -52,7 +53,7 @@ export function createHistoryScreen(): HTMLElement {
       'div',
       { class: 'split', id: 'history-split' },
       h('div', { class: 'card' }, h('h3', null, 'Results'), h('p', { id: 'history-count', class: 'detail' }), h('ul', { id: 'history-results', class: 'hits' })),
-      h('div', { class: 'card', id: 'history-session', 'aria-live': 'polite' }, h('p', { class: 'detail' }, 'Pick a result to read the session.')),
+      h('div', { class: 'card', id: 'history-session', 'aria-live': 'polite' }, h('p', { class: 'detail' }, 'Pick a result to read it.')),
     ),
   );
   onShow('history', () => void refreshSources());
@@ -70,7 +71,7 @@ async function refreshSources(): Promise<void> {
       stats.history_sources.map((s) => h('option', { value: s.source }, `${s.source} (${s.sessions})`)),
     );
     select.value = stats.history_sources.some((s) => s.source === keep) ? keep : '';
-    byId('history-stats').textContent = `${plural(stats.history_sessions, 'session')} imported from ${plural(stats.history_sources.length, 'source')}.`;
+    byId('history-stats').textContent = `${plural(stats.history_sessions, 'entry', 'entries')} imported from ${plural(stats.history_sources.length, 'source')}.`;
     // Nothing to search: say where to go instead of showing empty boxes.
     const empty = stats.history_sessions === 0;
     byId('history-empty').hidden = !empty;
@@ -119,7 +120,7 @@ function renderHits(hits: HistoryHit[]): void {
         hit.url ? h('span', { class: 'hit-url' }, hit.url) : null,
         h('span', { class: 'hit-snippet' }, hit.snippet),
       );
-      const openIt = (): void => void openHistorySession(hit.id);
+      const openIt = (): void => void openHistoryEntry(hit.id);
       li.addEventListener('click', openIt);
       li.addEventListener('keydown', (ev) => {
         if (ev.key === 'Enter' || ev.key === ' ') {
@@ -132,8 +133,8 @@ function renderHits(hits: HistoryHit[]): void {
   );
 }
 
-/** Shows history session `id` (from a result, or from a report's citation). */
-export async function openHistorySession(id: number, navigate = false): Promise<void> {
+/** Shows history entry `id` (from a result, or from a report's citation). */
+export async function openHistoryEntry(id: number, navigate = false): Promise<void> {
   if (navigate) show('history');
   const box = byId('history-session');
   showError(byId('history-error'), '');
@@ -142,19 +143,19 @@ export async function openHistorySession(id: number, navigate = false): Promise<
     li.classList.toggle('selected', li.getAttribute('data-history-id') === String(id));
   }
   try {
-    renderSession(await historyShow(id));
+    renderEntry(await historyShow(id));
   } catch (err) {
     replace(box);
     showError(byId('history-error'), errorText(err));
   }
 }
 
-function renderSession(s: HistorySession): void {
+function renderEntry(s: HistoryEntry): void {
   const box = byId('history-session');
   const confirmBox = h(
     'div',
     { class: 'confirm', id: 'history-forget-confirm-box', hidden: true },
-    h('p', null, 'Forget this session? It is removed from Rudder’s history for good.'),
+    h('p', null, 'Forget this entry? It is removed from Rudder’s history for good.'),
     button('Forget it', (ev) => void forget({ id: s.id }, ev.currentTarget as HTMLButtonElement), {
       id: 'history-forget-confirm',
       class: 'danger',
@@ -164,7 +165,7 @@ function renderSession(s: HistorySession): void {
   const sourceConfirm = h(
     'div',
     { class: 'confirm', id: 'history-forget-source-box', hidden: true },
-    h('p', null, `Forget every session imported from ${s.source}?`),
+    h('p', null, `Forget every entry imported from ${s.source}?`),
     button('Forget them all', (ev) => void forget({ source: s.source }, ev.currentTarget as HTMLButtonElement), {
       id: 'history-forget-source-confirm',
       class: 'danger',
@@ -192,7 +193,7 @@ function renderSession(s: HistorySession): void {
     h(
       'div',
       { class: 'actions' },
-      button('Forget this session', () => ((confirmBox.hidden = false), (sourceConfirm.hidden = true)), {
+      button('Forget this entry', () => ((confirmBox.hidden = false), (sourceConfirm.hidden = true)), {
         id: 'history-forget',
         class: 'danger-outline',
       }),
@@ -219,7 +220,7 @@ async function forget(selector: { id: number } | { source: string }, btn: HTMLBu
     }
     replace(
       byId('history-session'),
-      h('p', { id: 'history-forget-result', class: 'detail' }, `Forgot ${plural(summary.sessions_removed, 'session')}.`),
+      h('p', { id: 'history-forget-result', class: 'detail' }, `Forgot ${plural(summary.sessions_removed, 'entry', 'entries')}.`),
     );
     const left = document.querySelectorAll('.history-hit').length;
     byId('history-count').textContent = left ? plural(left, 'result') : 'Nothing left.';

@@ -124,7 +124,7 @@ async function refreshStats(): Promise<void> {
     const s = await libraryStats();
     renderCorpusOffer(s);
     byId('library-stats').textContent =
-      `Library: ${plural(s.history_sessions, 'history session')} from ${plural(s.history_sources.length, 'source')} · ` +
+      `Library: ${plural(s.history_sessions, 'history entry', 'history entries')} from ${plural(s.history_sources.length, 'source')} · ` +
       `${plural(s.documents, 'document')} (${plural(s.chunks, 'passage')})`;
   } catch {
     byId('library-stats').textContent = '';
@@ -234,7 +234,7 @@ export async function run(target: Target, paths: string[], btn: HTMLButtonElemen
       replace(byId('import-report'), renderImportReport(report));
       byId('import-progress-text').textContent =
         report.added + report.updated > 0
-          ? `Imported in ${report.seconds.toFixed(1)} s. Rudder can now read the new sessions into its memory of you: You → Read my history into memory.`
+          ? `Imported in ${report.seconds.toFixed(1)} s. Rudder can now read the new entries into its memory of you: You → Read my history into memory.`
           : `Imported in ${report.seconds.toFixed(1)} s.`;
     } else if (target === 'docs') {
       const report = await busy(btn, () => docsAdd(paths));

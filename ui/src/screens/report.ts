@@ -6,7 +6,7 @@ import { errorText, sessionExport, sessionReport, sourceOpen } from '../ipc';
 import { show, type ScreenId } from '../nav';
 import { insertSanitisedReport } from '../sanitize';
 import type { CitationTarget, ReportReference, ReportView } from '../types';
-import { openHistorySession } from './history';
+import { openHistoryEntry } from './history';
 import { choosePaths } from './import';
 
 let report: ReportView | null = null;
@@ -151,7 +151,7 @@ export async function openSource(ref: ReportReference): Promise<void> {
           )
         : null,
       src.history_session !== null
-        ? button('Open in History', () => void openHistorySession(src.history_session ?? 0, true), {
+        ? button('Open in History', () => void openHistoryEntry(src.history_session ?? 0, true), {
             id: 'source-open-history',
           })
         : null,

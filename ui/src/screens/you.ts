@@ -8,7 +8,7 @@ import { formatDate, plural } from '../format';
 import { errorText, historyForget, onImportProgress, youBuild, youPersonalise, youRemember, youRestore, youSay, youUnsay, youView } from '../ipc';
 import { onShow, show } from '../nav';
 import type { InterestView, StatementView, YouView } from '../types';
-import { openHistorySession } from './history';
+import { openHistoryEntry } from './history';
 
 /** The criteria a statement can belong to, as the engine names them. */
 export const CRITERIA = ['emphasize', 'avoid', 'content depth', 'tone', 'explanation style'] as const;
@@ -79,7 +79,7 @@ export function createYouScreen(): HTMLElement {
     h(
       'p',
       { class: 'detail' },
-      'Rudder personalises research from your imported history. Here you see what it infers, with the sessions it rests on, and correct it. Your own words always win. Everything stays in Rudder’s data folder.',
+      'Rudder personalises research from your imported history. Here you see what it infers, with the history entries it rests on, and correct it. Your own words always win. Everything stays in Rudder’s data folder.',
     ),
     h('div', { id: 'you-empty', class: 'card empty-state', hidden: true }),
     h('p', { id: 'you-error', class: 'error', role: 'alert', hidden: true }),
@@ -113,7 +113,7 @@ export function createYouScreen(): HTMLElement {
       'div',
       { class: 'card', id: 'you-memory-card' },
       h('h3', null, 'What Rudder remembers'),
-      h('p', { class: 'detail' }, 'Read once from your history: constraints, background, preferences and how you like answers, each with the sessions it rests on. Keep the ones that are true and matter (they then shape every research, as if you had written them), correct or delete the rest; forgetting a session removes what rests on it alone.'),
+      h('p', { class: 'detail' }, 'Read once from your history: constraints, background, preferences and how you like answers, each with the history entries it rests on. Keep the ones that are true and matter (they then shape every research, as if you had written them), correct or delete the rest; forgetting an entry removes what rests on it alone.'),
       h('ul', { id: 'you-memory', class: 'statements' }),
       h('p', { id: 'you-memory-unread', class: 'detail' }),
       rememberButton,
@@ -181,7 +181,7 @@ async function build(btn: HTMLButtonElement, query: string | null): Promise<void
   status.textContent =
     query === null
       ? 'Reading an even spread of your history with the chat model… this can take a minute.'
-      : 'Finding the sessions that bear on this question and reading each with the chat model… this can take a minute.';
+      : 'Finding the history entries that bear on this question and reading each with the chat model… this can take a minute.';
   status.hidden = false;
   try {
     await act(() => youBuild(query), btn);
@@ -196,7 +196,7 @@ async function remember(btn: HTMLButtonElement): Promise<void> {
   status.hidden = false;
   const stop = await onImportProgress((p) => {
     if (p.phase === 'reading into memory' && p.total) {
-      status.textContent = `Reading your history with the chat model: ${p.done} of ${p.total} sessions…`;
+      status.textContent = `Reading your history with the chat model: ${p.done} of ${p.total} entries…`;
     }
   });
   try {
@@ -215,10 +215,10 @@ function sessionsLine(s: StatementView): HTMLElement | null {
     'from ',
     s.sessions.map((r, i) => [
       i > 0 ? ', ' : null,
-      button(`${r.title || '(untitled)'} (${r.source}${r.started_at ? `, ${formatDate(r.started_at).slice(0, 10)}` : ''})`, () => void openHistorySession(r.id, true), {
+      button(`${r.title || '(untitled)'} (${r.source}${r.started_at ? `, ${formatDate(r.started_at).slice(0, 10)}` : ''})`, () => void openHistoryEntry(r.id, true), {
         class: 'link-button',
         'data-history-id': r.id,
-        title: 'Open this session in History',
+        title: 'Open this entry in History',
       }),
     ]),
   );
@@ -241,7 +241,7 @@ export function statementItem(s: StatementView, mode: 'said' | 'inferred' | 'rem
     );
     if (s.sessions.length) {
       actions.append(
-        button(`Forget its ${plural(s.sessions.length, 'session')}`, (ev) => void forgetSessions(s, ev.currentTarget as HTMLButtonElement), {
+        button(`Forget its ${plural(s.sessions.length, 'entry', 'entries')}`, (ev) => void forgetSessions(s, ev.currentTarget as HTMLButtonElement), {
           class: 'you-forget danger',
         }),
       );
@@ -387,7 +387,7 @@ export function renderYou(view: YouView): void {
   );
   const unread = Number(view.memory_unread);
   byId('you-memory-unread').textContent =
-    unread > 0 ? `${plural(unread, 'session')} not read yet.` : view.has_history ? 'All of your history is read.' : '';
+    unread > 0 ? `${plural(unread, 'entry', 'entries')} not read yet.` : view.has_history ? 'All of your history is read.' : '';
   byId<HTMLButtonElement>('you-remember').hidden = unread === 0;
 
   byId('you-standing-card').hidden = view.standing.length === 0;
@@ -417,7 +417,7 @@ export function renderYou(view: YouView): void {
             'li',
             { class: 'switch-row' },
             box,
-            h('label', { for: id }, `${src.source} · ${plural(Number(src.sessions), 'session')}`),
+            h('label', { for: id }, `${src.source} · ${plural(Number(src.sessions), 'entry', 'entries')}`),
             h('span', { class: 'detail' }, src.personalised ? 'shapes profiles' : 'searchable only'),
           );
         })

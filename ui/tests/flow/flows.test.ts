@@ -112,7 +112,7 @@ describe('flows', () => {
     expect(await text(page, '.import-totals')).toContain('Added 120 · updated 0 · duplicates 4');
     expect(await text(page, '.import-totals')).toContain('1 file failed');
     expect(await text(page, '#import-progress-text')).toBe(
-      'Imported in 1.4 s. Rudder can now read the new sessions into its memory of you: You → Read my history into memory.',
+      'Imported in 1.4 s. Rudder can now read the new entries into its memory of you: You → Read my history into memory.',
     );
     expect((await calls(page, 'import_paths')).map((c) => c.args)).toEqual([{ paths: ['/home/user/Downloads/takeout.zip'] }]);
     await shot(page, '2-import');
@@ -154,7 +154,7 @@ describe('flows', () => {
     expect(errors).toEqual([]);
   });
 
-  it('3. history: search, open a session, forget it', async () => {
+  it('3. history: search, open an entry, forget it', async () => {
     const page = await openApp();
     await page.click('#nav-history');
     await page.waitForFunction(() => document.querySelectorAll('#history-source option').length === 3);
@@ -189,7 +189,7 @@ describe('flows', () => {
     await page.click('#history-forget-confirm');
     await page.waitForFunction(() => document.querySelectorAll('.history-hit').length === 1);
     expect((await calls(page, 'history_forget'))[0]?.args).toEqual({ selector: { id: 12 } });
-    expect(await text(page, '#history-session')).toContain('Forgot 1 session.');
+    expect(await text(page, '#history-session')).toContain('Forgot 1 entry.');
     expect(await page.$('.history-hit[data-history-id="12"]')).toBeNull();
     expect(errors).toEqual([]);
   });
@@ -522,7 +522,7 @@ describe('flows', () => {
     ]);
     expect(await profile.locator('.badge-said').count()).toBe(2);
     expect(await page.locator('#you-hidden .you-text').allTextContents()).toEqual(['works at a desk all day']);
-    expect(await page.locator('#you-hidden .you-forget').textContent()).toBe('Forget its 1 session');
+    expect(await page.locator('#you-hidden .you-forget').textContent()).toBe('Forget its 1 entry');
 
     // An empty statement is refused with the reason.
     await page.click('#you-say-add');

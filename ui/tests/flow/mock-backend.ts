@@ -9,7 +9,7 @@ import type {
   CitationTarget,
   Envelope,
   HistoryHit,
-  HistorySession,
+  HistoryEntry,
   ImportReport,
   ModelRow,
   Reply,
@@ -188,9 +188,9 @@ if (xss) {
   });
 }
 
-function historyShow(id: number): HistorySession {
+function historyShow(id: number): HistoryEntry {
   const hit = hits.find((h) => h.id === id);
-  if (!hit) throw `history session ${id} not found`;
+  if (!hit) throw `history entry  not found`;
   return {
     id,
     title: hit.title,
@@ -391,7 +391,7 @@ function sourceOpen(target: CitationTarget): SourceView {
       return {
         title: 'Standing desk reviews 2024',
         text: 'We tested 12 sit-stand desks for stability and noise…',
-        location: `history session ${target.session}`,
+        location: `history entry `,
         url: target.url ?? null,
         history_session: target.session,
       };

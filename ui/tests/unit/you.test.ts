@@ -48,9 +48,9 @@ describe('the You screen', () => {
     expect(li.querySelector('.you-delete')?.getAttribute('aria-label')).toBe('Delete “Keep answers short”');
   });
 
-  it('offers to restore a deleted statement and to forget its sessions', () => {
+  it('offers to restore a deleted statement and to forget its entries', () => {
     const li = statementItem({ ...inferred, criterion: 'hidden' }, 'hidden');
-    expect([...li.querySelectorAll('.statement-actions button')].map((b) => b.textContent)).toEqual(['Restore', 'Forget its 1 session']);
+    expect([...li.querySelectorAll('.statement-actions button')].map((b) => b.textContent)).toEqual(['Restore', 'Forget its 1 entry']);
   });
 
   it('renders the profiles, hides empty cards, and lists the sources as switches', () => {
@@ -63,7 +63,7 @@ describe('the You screen', () => {
     ]);
     const box = document.getElementById('you-source-google-search') as HTMLInputElement;
     expect(box.checked).toBe(true);
-    expect(document.getElementById('you-sources')?.textContent).toContain('12 sessions');
+    expect(document.getElementById('you-sources')?.textContent).toContain('12 entries');
     expect(document.getElementById('you-build-general')?.textContent).toBe('Build from my whole history');
 
     renderYou(view({ hidden: [{ ...inferred, criterion: 'hidden' }], sources: [{ source: 'chatgpt', sessions: 1, personalised: false }] }));
@@ -79,7 +79,7 @@ describe('the You screen', () => {
     expect(item?.querySelector('.you-text')?.textContent).toBe('right knee is irritated');
     expect(item?.querySelector('.badge')?.textContent).toBe('constraint');
     expect(item?.querySelector('.statement-sessions button')?.getAttribute('data-history-id')).toBe('7');
-    expect(document.getElementById('you-memory-unread')?.textContent).toContain('40 sessions not read yet');
+    expect(document.getElementById('you-memory-unread')?.textContent).toContain('40 entries not read yet');
     expect(document.getElementById('you-remember')?.hidden).toBe(false);
     expect(item?.querySelector('.you-keep')?.getAttribute('aria-label')).toBe('Keep “right knee is irritated” for every question');
 

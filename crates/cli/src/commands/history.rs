@@ -33,7 +33,7 @@ pub struct ImportArgs {
     /// later).
     #[arg(long)]
     no_embed: bool,
-    /// Then read the new sessions into memory with the chat model (`rudder history remember`).
+    /// Then read the new entries into memory with the chat model (`rudder history remember`).
     #[arg(long)]
     remember: bool,
 }
@@ -42,28 +42,28 @@ pub struct ImportArgs {
 pub enum HistoryCommand {
     /// Search imported history (BM25 + embeddings, fused by rank).
     Search(SearchArgs),
-    /// Show one session with all its turns.
+    /// Show one entry with all its turns.
     Show {
-        /// Session id, as printed by `search`.
+        /// Entry id, as printed by `search`.
         id: i64,
     },
-    /// Count sessions by source and kind; sizes on disk.
+    /// Count entries by source and kind; sizes on disk.
     Stats,
-    /// Permanently remove sessions from the store and both indexes.
+    /// Permanently remove entries from the store and both indexes.
     Forget(ForgetArgs),
-    /// Compute embeddings for sessions that do not have them yet.
+    /// Compute embeddings for entries that do not have them yet.
     Embed,
-    /// Read the sessions not yet in memory with the chat model and keep what they say about
+    /// Read the entries not yet in memory with the chat model and keep what they say about
     /// you (constraints, background, preferences, how you like answers), each statement with
-    /// the sessions it rests on. Resumes where it stopped. `rudder history memory` prints it;
+    /// the entries it rests on. Resumes where it stopped. `rudder history memory` prints it;
     /// what you keep with `rudder profile say` shapes every profile (`rudder profile
     /// --memory-candidates N` lets the model pick from it per question).
     Remember {
-        /// Stop after this many sessions (the rest stays for the next run).
+        /// Stop after this many entries (the rest stays for the next run).
         #[arg(long, value_name = "N")]
         limit: Option<usize>,
     },
-    /// Print the memory: every statement with its kind and the sessions it rests on.
+    /// Print the memory: every statement with its kind and the entries it rests on.
     Memory,
     /// Rebuild the text index and the embeddings from the store.
     Reindex {
@@ -84,17 +84,17 @@ enum ModeArg {
 pub struct SearchArgs {
     /// What to look for.
     query: String,
-    /// Only sessions of this kind (repeatable): search, chat, visit.
+    /// Only entries of this kind (repeatable): search, chat, visit.
     #[arg(long, value_parser = parse_kind)]
     kind: Vec<Kind>,
-    /// Only sessions from this source (repeatable): google-search, gemini, chatgpt, claude,
+    /// Only entries from this source (repeatable): google-search, gemini, chatgpt, claude,
     /// chrome, brave, edge, firefox, safari.
     #[arg(long, value_parser = parse_source)]
     source: Vec<HistorySource>,
-    /// Only sessions on or after this date (YYYY-MM-DD or RFC 3339).
+    /// Only entries on or after this date (YYYY-MM-DD or RFC 3339).
     #[arg(long, value_parser = parse_since)]
     since: Option<DateTime<Utc>>,
-    /// Only sessions on or before this date (a date includes that whole day).
+    /// Only entries on or before this date (a date includes that whole day).
     #[arg(long, value_parser = parse_until)]
     until: Option<DateTime<Utc>>,
     /// How many results.
@@ -107,7 +107,7 @@ pub struct SearchArgs {
 
 #[derive(Debug, Args)]
 pub struct ForgetArgs {
-    /// Forget this one session.
+    /// Forget this one entry.
     #[arg(conflicts_with = "all")]
     id: Option<i64>,
     /// Forget everything from this source (with --since/--until: within that range).
@@ -188,13 +188,13 @@ fn embed_pending(ctx: &Ctx, history: &mut History) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// "embedded N sessions", or, when the embedding model is not installed (`None`), what that
+/// "embedded N entries", or, when the embedding model is not installed (`None`), what that
 /// costs.
 fn say_what_was_embedded(ctx: &Ctx, embedded: Option<u64>) {
     let name = &ctx.settings.embed_model;
     if let Some(embedded) = embedded {
         if embedded > 0 && !ctx.json {
-            eprintln!("embedded {embedded} sessions with {name}");
+            eprintln!("embedded {embedded} entries with {name}");
         }
     } else {
         eprintln!(
@@ -235,7 +235,7 @@ pub fn run_import(ctx: &Ctx, args: ImportArgs) -> anyhow::Result<ExitCode> {
         } else if !ctx.json {
             let unread = open_history(ctx)?.store().count_unread_for_memory()?;
             eprintln!(
-                "{unread} sessions are not yet read into memory: `rudder history remember` reads \
+                "{unread} entries are not yet read into memory: `rudder history remember` reads \
                  them, `rudder history memory` shows what it keeps"
             );
         }
@@ -341,7 +341,7 @@ pub fn run(ctx: &Ctx, cmd: HistoryCommand) -> anyhow::Result<ExitCode> {
         HistoryCommand::Reindex { text_only } => {
             let mut history = open_history(ctx)?;
             let n = history.rebuild_text_index(&CountProgress::default())?;
-            eprintln!("text index rebuilt: {n} sessions");
+            eprintln!("text index rebuilt: {n} entries");
             if !text_only {
                 if embedder(ctx)?.is_none() {
                     bail!(
@@ -357,7 +357,7 @@ pub fn run(ctx: &Ctx, cmd: HistoryCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Reads what is not yet in memory (up to `limit` sessions) with the chat model.
+/// Reads what is not yet in memory (up to `limit` entries) with the chat model.
 fn read_into_memory(
     ctx: &Ctx,
     limit: Option<usize>,
@@ -381,8 +381,8 @@ fn read_into_memory(
 
 fn remembered_line(done: &rudder::profile::memory::Remembered) -> String {
     format!(
-        "read {} sessions ({} passed over: visited pages and lookups, read per question) in {:.0} \
-         s, {:.2} sessions/s: {} new statements, {} strengthened, {} notes refused; {} sessions \
+        "read {} entries ({} passed over: visited pages and lookups, read per question) in {:.0} \
+         s, {:.2} entries/s: {} new statements, {} strengthened, {} notes refused; {} entries \
          unread",
         done.read,
         done.skipped,
@@ -418,7 +418,7 @@ fn memory(ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     let unread = history.store().count_unread_for_memory()?;
     eprintln!(
-        "{} statements; {unread} sessions not yet read (rudder history remember)",
+        "{} statements; {unread} entries not yet read (rudder history remember)",
         rows.len()
     );
     Ok(ExitCode::SUCCESS)
@@ -483,23 +483,23 @@ fn search(ctx: &Ctx, args: SearchArgs) -> anyhow::Result<ExitCode> {
 fn show(ctx: &Ctx, id: i64) -> anyhow::Result<ExitCode> {
     let history = open_history(ctx)?;
     let Some(s) = history.get(id)? else {
-        bail!("no session with id {id} (it may have been forgotten)");
+        bail!("no entry with id {id} (it may have been forgotten)");
     };
     if ctx.json {
         println!("{}", serde_json::to_string_pretty(&s)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let session = &s.session;
-    println!("session {}: {}", s.id, session.title);
-    println!("  kind:     {}", session.kind);
-    println!("  source:   {}", session.source);
-    if let Some(t) = session.started_at {
+    let entry = &s.entry;
+    println!("entry {}: {}", s.id, entry.title);
+    println!("  kind:     {}", entry.kind);
+    println!("  source:   {}", entry.source);
+    if let Some(t) = entry.started_at {
         println!("  started:  {}", t.to_rfc3339());
     }
-    if let Some(note) = &session.time_note {
+    if let Some(note) = &entry.time_note {
         println!("  time:     {note}");
     }
-    if let Some(url) = &session.url {
+    if let Some(url) = &entry.url {
         println!("  url:      {url}");
     }
     println!(
@@ -507,7 +507,7 @@ fn show(ctx: &Ctx, id: i64) -> anyhow::Result<ExitCode> {
         s.imported_at.to_rfc3339(),
         s.origin
     );
-    for turn in &session.turns {
+    for turn in &entry.turns {
         println!();
         println!("[{}]", turn.role.as_str());
         println!("{}", turn.text);
@@ -522,7 +522,7 @@ fn stats(ctx: &Ctx) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&stats)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("sessions: {}", stats.store.sessions);
+    println!("entries: {}", stats.store.sessions);
     for (source, n) in &stats.store.by_source {
         println!("  {source:<14} {n}");
     }
@@ -532,7 +532,7 @@ fn stats(ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     println!("profile signals: {}", stats.store.signals);
     println!(
-        "embedded: {} of {} sessions ({} vectors)",
+        "embedded: {} of {} entries ({} vectors)",
         stats.store.embedded_sessions, stats.store.sessions, stats.store.vectors
     );
     if let (Some(a), Some(b)) = (stats.store.first, stats.store.last) {
@@ -553,7 +553,7 @@ fn forget(ctx: &Ctx, args: ForgetArgs) -> anyhow::Result<ExitCode> {
             "ALL history and profile signals".to_string(),
         )
     } else if let Some(id) = args.id {
-        (ForgetSelector::Session(id), format!("session {id}"))
+        (ForgetSelector::Entry(id), format!("entry {id}"))
     } else if let Some(source) = args.source {
         (
             ForgetSelector::Source {
@@ -572,10 +572,10 @@ fn forget(ctx: &Ctx, args: ForgetArgs) -> anyhow::Result<ExitCode> {
                 since: args.since,
                 until: args.until,
             },
-            format!("all sessions{}", range_words(args.since, args.until)),
+            format!("all entries{}", range_words(args.since, args.until)),
         )
     } else {
-        bail!("say what to forget: a session ID, --source, --since/--until, or --all");
+        bail!("say what to forget: an entry ID, --source, --since/--until, or --all");
     };
     if !args.yes {
         if !std::io::stdin().is_terminal() {
@@ -595,11 +595,19 @@ fn forget(ctx: &Ctx, args: ForgetArgs) -> anyhow::Result<ExitCode> {
     if ctx.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!("forgot {} sessions", report.sessions);
+        println!(
+            "forgot {} {}",
+            report.sessions,
+            if report.sessions == 1 {
+                "entry"
+            } else {
+                "entries"
+            }
+        );
     }
-    if let ForgetSelector::Session(id) = selector {
+    if let ForgetSelector::Entry(id) = selector {
         if report.sessions == 0 {
-            eprintln!("error: no session with id {id}");
+            eprintln!("error: no entry with id {id}");
             return Ok(ExitCode::FAILURE);
         }
     }

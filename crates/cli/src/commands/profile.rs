@@ -214,16 +214,16 @@ pub fn run(ctx: &Ctx, args: ProfileArgs) -> anyhow::Result<ExitCode> {
                 })
                 .unwrap_or_default();
             let when = s
-                .session
+                .entry
                 .started_at
                 .map(|t| t.format("%Y-%m-%d").to_string())
                 .unwrap_or_default();
             println!(
                 "  [{}] {when} {} {}: {}",
                 s.id,
-                s.session.kind,
-                s.session.source,
-                one_line(&s.session.title, 70)
+                s.entry.kind,
+                s.entry.source,
+                one_line(&s.entry.title, 70)
             );
             println!("        why: {why}");
         }

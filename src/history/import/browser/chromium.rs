@@ -16,7 +16,7 @@
 //!   bits at all is kept.
 //! * `urls.hidden = 1` marks URLs Chrome never shows in history: skipped.
 //! * `keyword_search_terms` is what the user typed into the omnibox for a search engine. Each
-//!   term becomes a search session per UTC day its results page was visited (or one at the
+//!   term becomes a search entry per UTC day its results page was visited (or one at the
 //!   URL's `last_visit_time` once the visits have expired), and those results pages are not
 //!   also emitted as visits. Old databases name the normalised column `lower_term` instead of
 //!   `normalized_term`; it is only used when `term` is empty.

@@ -17,10 +17,10 @@
 //! * `visit_type` EMBED (4), DOWNLOAD (7), FRAMED_LINK (8) and Fenix's UPDATE_PLACE (10) are
 //!   not pages the user looked at: skipped. Redirect targets (5, 6) are kept.
 //! * Search metadata (`moz_places_metadata` joined to its search queries, times in
-//!   milliseconds on both platforms) becomes one search session per (term, UTC day), with no
+//!   milliseconds on both platforms) becomes one search entry per (term, UTC day), with no
 //!   URL: the metadata row is the page the search led to, not the results page. It is read
 //!   after the visits, so when the results page of the same search was visited that day, the
-//!   session built from the results URL (which has the URL) is the one kept.
+//!   entry built from the results URL (which has the URL) is the one kept.
 
 use std::collections::HashSet;
 

@@ -11,14 +11,14 @@
 //! `--format` hint that contradicts the tables is an error naming the tables it expected.
 //!
 //! Shared rules (each browser module lists its own quirks):
-//! * Visits become one visit session per (URL, UTC calendar day), started at the first visit
+//! * Visits become one visit entry per (URL, UTC calendar day), started at the first visit
 //!   that day; the grouping is done in SQL and rows are streamed to the sink.
 //! * A visit to a results page of a well-known search engine (Google, Bing, DuckDuckGo,
-//!   Ecosia, Startpage, with a `q=` parameter) becomes a search session with the decoded query
+//!   Ecosia, Startpage, with a `q=` parameter) becomes a search entry with the decoded query
 //!   instead of a visit: the query says far more about the user than the results page title.
 //! * Searches are deduplicated per (query, UTC day) within one database, so the browser's own
 //!   search record (Chromium keyword terms, Firefox search metadata) and the results-page visit
-//!   for the same search, or page 2 of the same results, do not yield two sessions.
+//!   for the same search, or page 2 of the same results, do not yield two entries.
 //! * Only `http`, `https` and `file` URLs are history; browser-internal pages (`chrome://`,
 //!   `about:`, extensions, `data:` and `blob:` URLs, …) are skipped.
 //! * Text is untrusted plain text: invalid UTF-8 is replaced, `\u{a0}` and `\u{2003}` become
@@ -37,7 +37,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, Row};
 
 use super::{Format, ImportError, InputFile, Sink};
-use crate::history::session::{HistorySource, Kind, Record, Session, Turn};
+use crate::history::entry::{Entry, HistorySource, Kind, Record, Turn};
 
 /// Imports one browser history database, returning which format it turned out to be.
 pub fn import(
@@ -294,7 +294,7 @@ fn clean(s: &str) -> String {
 
 const NO_TIME: &str = "the browser recorded no usable time for this entry";
 
-/// Builds sessions for one database and hands them to the sink, deduplicating searches.
+/// Builds entries for one database and hands them to the sink, deduplicating searches.
 struct Out<'s, 'a> {
     source: HistorySource,
     sink: &'s mut Sink<'a>,
@@ -311,7 +311,7 @@ impl<'s, 'a> Out<'s, 'a> {
         }
     }
 
-    /// A search session, unless the same query was already emitted for that UTC day.
+    /// A search entry, unless the same query was already emitted for that UTC day.
     fn search(
         &mut self,
         query: &str,
@@ -330,8 +330,8 @@ impl<'s, 'a> Out<'s, 'a> {
         self.emit(Kind::Search, query, url.map(str::to_string), at)
     }
 
-    /// One (URL, day) group of visits: a search session for a search-results page, else a
-    /// visit session. Non-web URLs are dropped.
+    /// One (URL, day) group of visits: a search entry for a search-results page, else a
+    /// visit entry. Non-web URLs are dropped.
     fn page(
         &mut self,
         url: Option<&str>,
@@ -356,7 +356,7 @@ impl<'s, 'a> Out<'s, 'a> {
         url: Option<String>,
         at: Option<DateTime<Utc>>,
     ) -> Result<(), ImportError> {
-        let session = Session {
+        let session = Entry {
             source: self.source,
             kind,
             title: text.clone(),
@@ -366,7 +366,7 @@ impl<'s, 'a> Out<'s, 'a> {
             time_note: at.is_none().then(|| NO_TIME.to_string()),
             turns: vec![Turn::user(text, at)],
         };
-        (self.sink)(Record::Session(session))
+        (self.sink)(Record::Entry(session))
     }
 }
 

@@ -7,7 +7,7 @@
 //! Quirks:
 //! * `visit_time` is a float: seconds since 2001-01-01 UTC (Core Data's reference date).
 //! * Titles live on the visits, not on the URL, and are often NULL or empty (redirect hops,
-//!   failed loads, visits synced before the page loaded). A day's session takes the first
+//!   failed loads, visits synced before the page loaded). A day's entry takes the first
 //!   non-empty title among that day's visits, else the URL.
 //! * A visit with `redirect_destination` set is the source of a redirect (a link shortener, an
 //!   `http` → `https` hop): skipped, the destination is the page that was shown.

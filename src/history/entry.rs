@@ -1,4 +1,4 @@
-//! The normalised history record every importer produces: a [`Session`] (a search, a page
+//! The normalised history record every importer produces: a [`Entry`] (a search, a page
 //! visit, or a chat), and a [`Signal`] (text that describes the user without being a turn, such
 //! as ChatGPT's hidden custom instructions or Claude's memories).
 
@@ -47,7 +47,7 @@ impl FromStr for Kind {
     }
 }
 
-/// Where a session came from: the product the user used, not the file format.
+/// Where an entry came from: the product the user used, not the file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "kebab-case")]
@@ -130,7 +130,7 @@ impl TurnRole {
     }
 }
 
-/// One utterance of a session. A search or a visit has one user turn.
+/// One utterance of an entry. A search or a visit has one user turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Turn {
     pub role: TurnRole,
@@ -157,9 +157,9 @@ impl Turn {
     }
 }
 
-/// A normalised history session, as importers produce it (before it has a store id).
+/// A normalised history entry, as importers produce it (before it has a store id).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Session {
+pub struct Entry {
     pub source: HistorySource,
     pub kind: Kind,
     /// The search query, page title or conversation title.
@@ -168,7 +168,7 @@ pub struct Session {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// The exporting product's own id (ChatGPT conversation id, Claude uuid, Gemini
-    /// conversation id, …). A re-import with the same id but new content replaces the session.
+    /// conversation id, …). A re-import with the same id but new content replaces the entry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub external_id: Option<String>,
     pub started_at: Option<DateTime<Utc>>,
@@ -179,7 +179,7 @@ pub struct Session {
     pub turns: Vec<Turn>,
 }
 
-impl Session {
+impl Entry {
     /// The identity used for deduplication: a SHA-256 over everything the user would see.
     /// Importing the same export twice yields the same hashes, so it adds nothing.
     pub fn content_hash(&self) -> String {
@@ -207,7 +207,7 @@ impl Session {
         hex::encode(h.finalize())
     }
 
-    /// All the text of the session, title first, as it is indexed.
+    /// All the text of the entry, title first, as it is indexed.
     pub fn full_text(&self) -> String {
         let mut out = String::with_capacity(
             self.title.len() + self.turns.iter().map(|t| t.text.len() + 1).sum::<usize>(),
@@ -268,7 +268,7 @@ impl Signal {
 /// What an importer yields, one at a time, so that large exports stream.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Record {
-    Session(Session),
+    Entry(Entry),
     Signal(Signal),
     /// An element of the export that could not be read (a field of the wrong type, say): the
     /// rest of the file goes on, and the import report counts it and says why.
@@ -282,8 +282,8 @@ pub enum Record {
 mod tests {
     use super::*;
 
-    fn search(q: &str) -> Session {
-        Session {
+    fn search(q: &str) -> Entry {
+        Entry {
             source: HistorySource::GoogleSearch,
             kind: Kind::Search,
             title: q.into(),
