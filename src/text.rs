@@ -12,6 +12,17 @@ pub fn one_line(s: &str, max: usize) -> String {
     }
 }
 
+/// `s` trimmed and cut to at most `max` characters with an ellipsis, its line breaks kept (for
+/// a multi-line text in a prompt, such as a profile).
+pub fn clip(s: &str, max: usize) -> String {
+    let s = s.trim();
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        s.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
+    }
+}
+
 /// `s` cut to at most `width` characters by keeping its end behind an ellipsis: for paths,
 /// whose end is the informative part.
 pub fn keep_end(s: &str, width: usize) -> String {
@@ -51,6 +62,13 @@ mod tests {
         assert_eq!(one_line("ééééé", 3), "éé…");
         // No width left: the ellipsis alone, never an underflow.
         assert_eq!(one_line("abc", 0), "…");
+    }
+
+    #[test]
+    fn clip_keeps_line_breaks_and_cuts_with_an_ellipsis() {
+        assert_eq!(clip("  a\nb  ", 10), "a\nb");
+        assert_eq!(clip("line one\nline two", 10), "line one\n…");
+        assert_eq!(clip("abc", 0), "…");
     }
 
     #[test]

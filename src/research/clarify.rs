@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::ResearchError;
 use crate::embed::{cosine, Embedder};
 use crate::llm::{complete_schema, Completion, GenerationOptions, Llm, Message};
-use crate::text::one_line;
+use crate::text::{clip, one_line};
 
 /// One clarifying question.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -186,16 +186,6 @@ struct SummaryDraft {
     checklist_items: Vec<String>,
 }
 
-/// Like [`one_line`], but keeps line breaks (for the multi-line profile).
-fn clip_lines(s: &str, max: usize) -> String {
-    let s = s.trim();
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        s.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
-    }
-}
-
 /// Removes the numbering a model may add ("1. ", "2) ", "- ") and surrounding space.
 fn strip_numbering(s: &str) -> &str {
     let t = s.trim();
@@ -287,7 +277,7 @@ impl<'a> Anchors<'a> {
         ctx: &ClarifyContext<'a>,
         turns: &'a [ClarifyTurn],
     ) -> Result<Self, crate::embed::EmbedError> {
-        let profile = clip_lines(ctx.profile, PROFILE_PROMPT_CHARS);
+        let profile = clip(ctx.profile, PROFILE_PROMPT_CHARS);
         let mut topic_texts = vec![ctx.query.to_string()];
         if !profile.is_empty() {
             topic_texts.push(format!("{}\n{profile}", ctx.query));
@@ -408,7 +398,7 @@ pub fn propose(
         return Ok(proposal);
     }
     let turn = turns.len() + 1;
-    let profile = clip_lines(ctx.profile, PROFILE_PROMPT_CHARS);
+    let profile = clip(ctx.profile, PROFILE_PROMPT_CHARS);
     let persona = one_line(ctx.persona_text, PERSONA_PROMPT_CHARS);
     let asked = turns_context(turns);
     let anchors = Anchors::new(embedder, ctx, turns)?;
@@ -423,7 +413,7 @@ pub fn propose(
         let prompt = crate::prompts::render(
             "clarify_question",
             minijinja::context! {
-                query => clip_lines(ctx.query, QUERY_PROMPT_CHARS),
+                query => clip(ctx.query, QUERY_PROMPT_CHARS),
                 persona => persona,
                 profile => profile,
                 turns => asked,
@@ -518,9 +508,9 @@ pub fn summarise(
         let prompt = crate::prompts::render(
             "clarify_summary",
             minijinja::context! {
-                query => clip_lines(ctx.query, QUERY_PROMPT_CHARS),
+                query => clip(ctx.query, QUERY_PROMPT_CHARS),
                 persona => one_line(ctx.persona_text, PERSONA_PROMPT_CHARS),
-                profile => clip_lines(ctx.profile, PROFILE_PROMPT_CHARS),
+                profile => clip(ctx.profile, PROFILE_PROMPT_CHARS),
                 turns => dialogue,
                 malformed => malformed,
             },

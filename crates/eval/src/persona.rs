@@ -50,16 +50,7 @@ pub fn first_sentence(text: &str) -> &str {
     text
 }
 
-/// Cuts `text` to at most `max` characters at a character boundary, marking the cut with "…".
-pub(crate) fn clip(text: &str, max: usize) -> String {
-    let text = text.trim();
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
+pub(crate) use rudder::text::clip;
 
 /// The aspects numbered from 1 for prompts, each with its reason and evidence clipped to
 /// `detail_chars` (0 leaves them out), so eight aspects stay a few hundred tokens.

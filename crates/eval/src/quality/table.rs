@@ -268,12 +268,7 @@ fn list(ids: &[String]) -> String {
 }
 
 fn one_line(s: &str) -> String {
-    let line: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.chars().count() > 200 {
-        format!("{}…", line.chars().take(200).collect::<String>())
-    } else {
-        line
-    }
+    rudder::text::one_line(s, 200)
 }
 
 /// Prompt + generated tokens of a report's research run, the profile left out (it is built
