@@ -85,8 +85,13 @@ pub fn parse_markdown(markdown: &str, query: &str) -> MarkdownReport {
             continue;
         }
         if in_references {
+            // A horizontal rule ends the list (a closing note may follow it).
+            if is_rule(line) {
+                in_references = false;
+                continue;
+            }
             let entry = strip_list_marker(line).trim();
-            if !entry.is_empty() && !is_rule(entry) {
+            if !entry.is_empty() {
                 push_distinct(&mut references, entry.to_string());
             }
             continue;
@@ -673,7 +678,7 @@ mod tests {
     fn body_links_and_file_names_count_as_sources() {
         let md = "# Report\n\nThe press spread ([Printing press](/docs/g01/Printing_press.txt)) \
                   and [1] more [2].\n\n- A list item ([Printer (computing)](https://en.wikipedia.org/wiki/Printer_(computing))).\n\n\
-                  ## Sources\n\n- https://example.org/made-up\n";
+                  ## Sources\n\n- https://example.org/made-up\n\n---\n\nA closing note on what the report is.\n";
         let parsed = parse_markdown(md, "q");
         assert_eq!(
             parsed.text.paragraphs[0].text,
@@ -684,6 +689,10 @@ mod tests {
             "A list item (Printer (computing))."
         );
         assert_eq!(parsed.references.len(), 3, "{:?}", parsed.references);
+        assert_eq!(
+            parsed.text.paragraphs.last().unwrap().text,
+            "A closing note on what the report is."
+        );
         assert_eq!(
             article_candidates("/docs/g01/Printing_press.txt"),
             vec!["Printing press"]
