@@ -10,6 +10,8 @@
 //!   embedding [`matchers`], profile need recall, report need uptake and hygiene.
 //! * [`relevance`] — the profile's relevance judge (the model's P(yes)), calibrated on
 //!   labelled (question, statement) pairs.
+//! * [`score_report`] — any Markdown report (Rudder's or a peer's) scored against one
+//!   corpus-grounded question: words, references, supported share, key-point recall.
 //! * [`support_judge`] — the report's support judge (the model's P(yes) that a passage states a
 //!   sentence, which way round), calibrated beside the embedding matcher on support pairs and
 //!   turned pairs.
@@ -24,6 +26,7 @@ pub mod relevance;
 pub mod replay;
 pub mod retrieval;
 pub mod runner;
+pub mod score_report;
 pub mod summary;
 pub mod support_judge;
 pub mod user;

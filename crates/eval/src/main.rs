@@ -183,6 +183,22 @@ pub enum EvalCommand {
         #[arg(long, value_name = "P")]
         support_judge: Option<f32>,
     },
+    /// Score Markdown reports (Rudder's or another system's) against one corpus-grounded
+    /// question of crates/eval/data/grounded.jsonl by the same code: words, references (and
+    /// how many name a corpus article), the share of content sentences the calibrated support
+    /// matcher finds supported by what the report cites and by the corpus, and key-point
+    /// recall. Prints a Markdown table; writes DIR/table.md and DIR/records.json.
+    ScoreReport {
+        /// The question's id (g01 … g20).
+        #[arg(long, value_name = "ID")]
+        question: String,
+        /// A Markdown report (repeatable).
+        #[arg(long = "report", value_name = "FILE", required = true)]
+        reports: Vec<PathBuf>,
+        /// Where table.md and records.json go.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
     /// Merge the records of several `eval run` folders (e.g. one sweep split across
     /// processes) into one table.md, c0.svg and records.json in DIR.
     Table {
@@ -255,6 +271,11 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
             build_cases(ctx, &eval_dir, &split, &options, &out)
         }
         EvalCommand::Table { runs, out } => merge_runs(&runs, &out),
+        EvalCommand::ScoreReport {
+            question,
+            reports,
+            out,
+        } => score_reports(ctx, &question, &reports, &out),
         EvalCommand::Relevance { out, set, seed } => relevance(ctx, &out, set, seed),
         EvalCommand::Support { out } => support_judge(ctx, &out),
         EvalCommand::Quality {
@@ -798,6 +819,62 @@ fn support_judge(ctx: &Ctx, out: &std::path::Path) -> anyhow::Result<ExitCode> {
     let report = calibrate_support_judge(llm.as_ref(), &embedder, &pairs, &progress)?;
     write(out, &report)?;
     println!("{}", markdown(&report));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn score_reports(
+    ctx: &Ctx,
+    question: &str,
+    reports: &[PathBuf],
+    out: &std::path::Path,
+) -> anyhow::Result<ExitCode> {
+    use rudder_eval::score_report::{
+        grounded_question, score_file, table_row, LibraryCorpus, TABLE_HEADER,
+    };
+    let question = grounded_question(question)?;
+    let store = ModelStore::open(&ctx.paths)?;
+    let embedder = open_embedder(ctx, &store)?;
+    // Calibrated on the shipped support pairs, as `eval quality` does at the start of a run.
+    let calibration = rudder_eval::matchers::calibrate_support(
+        &embedder,
+        &rudder_eval::matchers::support_pairs(),
+    )?;
+    tracing::info!(
+        threshold = calibration.threshold,
+        "support matcher calibrated"
+    );
+    let support = rudder_eval::SupportMatcher::new(&embedder, calibration.threshold);
+    let mut corpus =
+        LibraryCorpus::open(&ctx.paths.docs_dir(), &embedder, &ctx.settings.embed_model)?;
+    let mut table = format!(
+        "{}: {}\n\nsupport matcher threshold {:.3} (held out: P {:.2} / R {:.2})\n\n{TABLE_HEADER}",
+        question.id,
+        question.query,
+        calibration.threshold,
+        calibration.held_out.precision,
+        calibration.held_out.recall
+    );
+    let mut scores = Vec::new();
+    for path in reports {
+        let score = score_file(&support, &mut corpus, &question, path)?;
+        table.push_str(&table_row(&score));
+        scores.push(score);
+    }
+    let records = serde_json::json!({
+        "question": question.id,
+        "query": question.query,
+        "support_threshold": calibration.threshold,
+        "reports": scores,
+    });
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    write_json(&out.join("records.json"), &records)?;
+    std::fs::write(out.join("table.md"), &table)
+        .with_context(|| format!("writing {}", out.join("table.md").display()))?;
+    if ctx.json {
+        println!("{}", serde_json::to_string_pretty(&records)?);
+    } else {
+        print!("{table}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -6,6 +6,8 @@
 
 use serde::Deserialize;
 
+use crate::matchers::SupportMatcher;
+use crate::quality::hygiene::ReportText;
 use crate::EvalError;
 
 const GROUNDED: &str = include_str!("../../data/grounded.jsonl");
@@ -31,6 +33,26 @@ pub fn questions() -> Result<Vec<GroundedQuestion>, EvalError> {
                 .map_err(|e| EvalError::Config(format!("data/grounded.jsonl line {}: {e}", i + 1)))
         })
         .collect()
+}
+
+/// The key points (their indices) that some paragraph of `text` supports: the support
+/// matcher reads each paragraph as the passage and the key point as the sentence. Key-point
+/// recall is their share; `eval quality` and `eval score-report` both measure it here.
+pub fn covered_key_points(
+    support: &SupportMatcher,
+    key_points: &[String],
+    text: &ReportText,
+) -> Result<Vec<usize>, EvalError> {
+    let mut covered = Vec::new();
+    for (i, point) in key_points.iter().enumerate() {
+        for p in &text.paragraphs {
+            if support.supports(point, &p.text)? {
+                covered.push(i);
+                break;
+            }
+        }
+    }
+    Ok(covered)
 }
 
 #[cfg(test)]

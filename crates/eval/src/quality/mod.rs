@@ -1073,15 +1073,7 @@ fn coverage_run(
     };
     let (outcome, cost, seconds) = research(ctx, options, &brief, None, id, "no-history")?;
     let text = ReportText::from_report(&outcome.report, &outcome.evidence);
-    let mut covered = Vec::new();
-    for (i, point) in key_points.iter().enumerate() {
-        for p in &text.paragraphs {
-            if support.supports(point, &p.text)? {
-                covered.push(i);
-                break;
-            }
-        }
-    }
+    let covered = grounded::covered_key_points(support, key_points, &text)?;
     let distinct = findings::distinct_findings(&outcome.learnings, ctx.embedder)?;
     Ok(CoverageRecord {
         id: id.to_string(),
