@@ -73,6 +73,18 @@ pub fn llama_settings() -> rudder::config::LlamaSettings {
     }
 }
 
+/// The date the research prompts see, pinned for tests that assert what the real small model
+/// writes: the prompts carry today's date (`RUDDER_DATE` overrides it), and SmolLM2-135M's
+/// answers change with it, so such a test would pass one day and fail the next.
+pub const PROMPT_DATE: &str = "2026-11-27";
+
+/// Pins [`PROMPT_DATE`] for this test process unless `RUDDER_DATE` is already set.
+pub fn pin_prompt_date() {
+    if std::env::var_os("RUDDER_DATE").is_none() {
+        std::env::set_var("RUDDER_DATE", PROMPT_DATE);
+    }
+}
+
 /// The small chat model with a 4096-token context, as the research and profile stages need.
 pub fn small_model() -> rudder::llm::llama::LlamaLlm {
     let store = store();
