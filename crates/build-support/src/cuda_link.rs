@@ -5,7 +5,8 @@
 //! from that folder and find them there at run time (rpath). `-C link-arg`s come last on the
 //! linker's command line, after the static ggml-cuda objects that need them.
 //! Link arguments reach only the package whose build script prints them, so every package with
-//! a binary that links the engine calls this: `crates/cli` (`rudder`), `src-tauri` (the app)
+//! a binary that links the engine calls this: `crates/cli` (`rudder`), `crates/bench`
+//! (`rudder-bench`), `crates/eval` (`rudder-eval`), `src-tauri` (the app)
 //! and the engine itself (its test binaries).
 
 pub fn emit() {

@@ -5,8 +5,9 @@
 //! cites both; the learnings that answer a need of the reader go to *What this means for
 //! you*; the best learning of each section opens the summary; the rest stay in their
 //! direction's section, in tree order (broad before specific), grouped into paragraphs of at
-//! most [`PARAGRAPH_LEARNINGS`]. Only debris and sections that are not about the question are
-//! left out, each logged with the reason.
+//! most [`PARAGRAPH_LEARNINGS`]. Only debris, sections that are not about the question and
+//! findings inside a section that are not about it either are left out, each logged with the
+//! reason.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -26,6 +27,26 @@ use crate::research::tree::one_line;
 /// is one narrow fact and scores lower against the question than a direction's question on the
 /// same subject does (that cut, [`crate::research::node::ON_TOPIC`], is 0.43).
 pub const OFF_TOPIC_SECTION: f32 = 0.3;
+/// Inside a section that stays, a finding this far from the question (cosine below it, and
+/// the passages it cites too) is about something else, unless it is close to a finding that
+/// is about the question (at least [`OFF_TOPIC_SECTION`] to it) by [`NEAR_ON_TOPIC_FINDING`]. On the printing-press research
+/// of #30 a drifted direction ("social and cultural norms of the 19th century") brought
+/// definitions of culture and subcultures: 0.03–0.08 to the question and at most 0.21 to any
+/// finding about the press, so they go; narrow facts on the subject stay by either test
+/// (background on the Reformation 0.23 to the question, 0.44 to a finding on the press; on
+/// "How should I brew tea?", "Matcha is whisked from powdered shade-grown leaves" is 0.15 to
+/// the question but close to "Green tea is brewed at 70 to 80 degrees").
+pub const OFF_TOPIC_FINDING: f32 = 0.2;
+/// See [`OFF_TOPIC_FINDING`].
+pub const NEAR_ON_TOPIC_FINDING: f32 = 0.3;
+/// A finding is read under the section whose question it is closest to when that is closer
+/// than its own section's question by at least this (all-MiniLM-L6-v2 cosine). On the
+/// printing-press research of #30, "Printing by pressing an inked image onto paper appeared …"
+/// was found under a drifted direction, "What were some of the social and cultural norms of
+/// the 19th century?" (0.32 to it), and is 0.68 to the report's question: it read under the
+/// drifted heading. Findings under the direction that found them differ by at most 0.1 from the
+/// next section's question on that run.
+pub const REHOME_MARGIN: f32 = 0.2;
 /// Learnings per paragraph: what a 1.5B model connects reliably in one call.
 pub const PARAGRAPH_LEARNINGS: usize = 3;
 /// Learnings the summary states.
@@ -145,19 +166,53 @@ pub(super) fn outline(
         .iter()
         .map(|&l| tidy_sentence(&input.learnings[l].text))
         .collect();
+    // The passages the candidates cite, once each: a narrow finding is on the question when
+    // its passage is.
+    let passage_keys: Vec<&String> = candidates
+        .iter()
+        .flat_map(|&l| input.learnings[l].sources.iter())
+        .filter(|k| input.evidence.contains_key(*k))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let mut texts: Vec<&str> = tidy.iter().map(String::as_str).collect();
     texts.push(input.query);
     texts.extend(labels.iter().map(String::as_str));
+    texts.extend(
+        passage_keys
+            .iter()
+            .map(|k| input.evidence[*k].text.as_str()),
+    );
+    // The directions' questions (the root's is the query, embedded above).
+    texts.extend(sections.iter().skip(1).map(|s| s.1.as_str()));
     let vectors = if candidates.is_empty() && labels.is_empty() {
         Vec::new()
     } else {
         embedder.embed(&texts)?
     };
+    let passage_vectors: BTreeMap<&String, &[f32]> = passage_keys
+        .iter()
+        .enumerate()
+        .filter_map(|(i, k)| {
+            vectors
+                .get(candidates.len() + 1 + labels.len() + i)
+                .map(|v| (*k, v.as_slice()))
+        })
+        .collect();
     let vector = |l: usize| -> &[f32] {
         let i = candidates.iter().position(|&c| c == l).unwrap_or(0);
         &vectors[i]
     };
     let query_vector = vectors.get(candidates.len()).cloned().unwrap_or_default();
+    let questions_start = candidates.len() + 1 + labels.len() + passage_keys.len();
+    let section_vectors: Vec<Vec<f32>> = std::iter::once(query_vector.clone())
+        .chain((1..sections.len()).map(|i| {
+            vectors
+                .get(questions_start + i - 1)
+                .cloned()
+                .unwrap_or_default()
+        }))
+        .collect();
 
     // Dropped: learnings that are debris even tidied. Merged: those that say what an earlier
     // one said, whose citations the earlier one takes.
@@ -200,6 +255,36 @@ pub(super) fn outline(
         s.2.retain(|l| kept.contains(l));
     }
 
+    // A finding goes where a reader looks for it: under the section whose question it is
+    // about, when a follow-up that drifted found it under a question it does not answer.
+    if sections.len() > 1 && section_vectors.iter().all(|v| !v.is_empty()) {
+        let mut moves: Vec<(usize, usize, usize)> = Vec::new();
+        for (i, s) in sections.iter().enumerate() {
+            for &l in &s.2 {
+                let own = cosine(vector(l), &section_vectors[i]);
+                let (best, score) = section_vectors
+                    .iter()
+                    .enumerate()
+                    .map(|(j, v)| (j, cosine(vector(l), v)))
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+                    .unwrap_or((i, own));
+                if best != i && score - own >= REHOME_MARGIN {
+                    tracing::debug!(
+                        "report: finding {l} reads under section {best} ({score:.2}), not {i} ({own:.2})"
+                    );
+                    moves.push((l, i, best));
+                }
+            }
+        }
+        for (l, from, to) in moves {
+            sections[from].2.retain(|&x| x != l);
+            sections[to].2.push(l);
+        }
+        for s in &mut sections {
+            s.2.sort_by_key(|l| kept.iter().position(|k| k == l));
+        }
+    }
+
     // Off-topic sections: findings none of which is about the question (a wild card that
     // found only background, a passage on something else) are left out.
     if !query_vector.is_empty() {
@@ -239,10 +324,58 @@ pub(super) fn outline(
         }
     }
 
+    // Off-topic findings inside a section that stays: a drifted follow-up can bring a passage
+    // on something else into a section that also has findings on the question. Only when some
+    // finding is about the question, to judge the rest by.
+    if !query_vector.is_empty() {
+        let relevance = |l: usize| cosine(vector(l), &query_vector);
+        // The finding or a passage it cites, whichever is closer to the question.
+        let grounded_relevance = |l: usize| {
+            input.learnings[l]
+                .sources
+                .iter()
+                .filter_map(|k| passage_vectors.get(k))
+                .map(|v| cosine(v, &query_vector))
+                .fold(relevance(l), f32::max)
+        };
+        let anchors: Vec<usize> = sections
+            .iter()
+            .flat_map(|s| s.2.iter().copied())
+            .filter(|&l| relevance(l) >= OFF_TOPIC_SECTION)
+            .collect();
+        if !anchors.is_empty() {
+            for s in &mut sections {
+                s.2.retain(|&l| {
+                    let r = grounded_relevance(l);
+                    if r >= OFF_TOPIC_FINDING {
+                        return true;
+                    }
+                    let near = anchors
+                        .iter()
+                        .filter(|&&a| a != l)
+                        .map(|&a| cosine(vector(l), vector(a)))
+                        .fold(0.0f32, f32::max);
+                    if near >= NEAR_ON_TOPIC_FINDING {
+                        return true;
+                    }
+                    unplaced.push((
+                        l,
+                        format!(
+                            "neither it nor its passage is about the question (relevance \
+                             {r:.2}; {near:.2} to the closest finding that is)"
+                        ),
+                    ));
+                    false
+                });
+            }
+        }
+    }
+
     // Needs first: each learning goes to the need it is closest to, when close enough; each
     // need keeps its best few. (Before the summary, so a need the summary would answer is
     // not called uncovered.)
-    let need_vectors = &vectors[(candidates.len() + 1).min(vectors.len())..];
+    let need_start = (candidates.len() + 1).min(vectors.len());
+    let need_vectors = &vectors[need_start..(need_start + labels.len()).min(vectors.len())];
     let mut answers: Vec<Vec<(f32, usize)>> = vec![Vec::new(); labels.len()];
     for s in &sections {
         for &l in &s.2 {
@@ -281,10 +414,27 @@ pub(super) fn outline(
     let mut summary = Vec::new();
     let mut by_strength: Vec<(f32, usize, usize)> = Vec::new();
     for (index, s) in sections.iter().enumerate() {
-        if let Some(&best) = s.2.iter().max_by(|&&a, &&b| {
+        // The opening is read first and alone: a finding that leans on a sentence before it
+        // ("… appeared later that century") cannot lead it while another can.
+        let standalone: Vec<usize> =
+            s.2.iter()
+                .copied()
+                .filter(|&l| !leans_on_context(&input.learnings[l].text))
+                .collect();
+        if let Some(&best) = standalone.iter().max_by(|&&a, &&b| {
             cosine(vector(a), &query_vector).total_cmp(&cosine(vector(b), &query_vector))
         }) {
             by_strength.push((cosine(vector(best), &query_vector), index, best));
+        }
+    }
+    // Only findings that lean on context: the best of them, rather than no opening at all.
+    if by_strength.is_empty() {
+        for (index, s) in sections.iter().enumerate() {
+            if let Some(&best) = s.2.iter().max_by(|&&a, &&b| {
+                cosine(vector(a), &query_vector).total_cmp(&cosine(vector(b), &query_vector))
+            }) {
+                by_strength.push((cosine(vector(best), &query_vector), index, best));
+            }
         }
     }
     // The root's own findings answer the question itself: they lead.
@@ -320,6 +470,30 @@ pub(super) fn outline(
         merged,
         unplaced,
     })
+}
+
+/// Whether a finding needs a sentence before it to be understood: it opens on a pronoun or a
+/// demonstrative ("This technological advance …", "It …") or points at a time it does not name
+/// ("… later that century").
+pub(super) fn leans_on_context(text: &str) -> bool {
+    const OPENERS: &[&str] = &[
+        "this", "these", "that", "those", "it", "its", "they", "their", "he", "she", "his", "her",
+        "such",
+    ];
+    const POINTERS: &[&str] = &[
+        "that century",
+        "that year",
+        "that decade",
+        "that time",
+        "the same year",
+        "the same time",
+    ];
+    let lower = text.trim().to_lowercase();
+    let first = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or("");
+    OPENERS.contains(&first) || POINTERS.iter().any(|p| lower.contains(p))
 }
 
 /// Openers of a "what" question that leave its topic when dropped ("What were some of the key
@@ -414,6 +588,22 @@ mod tests {
             topic_of("How did the press change trade?", false),
             "How did the press change trade"
         );
+    }
+
+    #[test]
+    fn a_finding_that_leans_on_a_sentence_before_it_is_told_apart() {
+        assert!(leans_on_context(
+            "This technological advance has had a significant impact."
+        ));
+        assert!(leans_on_context(
+            "Printing by pressing an inked image onto paper appeared later that century."
+        ));
+        assert!(leans_on_context("It was invented around 1440."));
+        assert!(!leans_on_context(
+            "Johannes Gutenberg invented the printing press around 1440."
+        ));
+        assert!(!leans_on_context("Thistles grow in Scotland."));
+        assert!(!leans_on_context(""));
     }
 
     #[test]

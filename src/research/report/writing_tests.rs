@@ -456,6 +456,93 @@ fn a_section_whose_findings_are_not_about_the_question_is_left_out() {
 }
 
 #[test]
+fn a_finding_on_something_else_inside_a_section_that_stays_is_left_out() {
+    // A drifted follow-up found one passage on the question and one on something else.
+    const DRIFTED: &[&str] = &[
+        "To brew tea well, warm the pot and brew tea leaves in fresh water.",
+        "Football matches are played by two sides of eleven players.",
+    ];
+    let mut f = fixture(&[("How is tea brewed in England?", DRIFTED)]);
+    // Its passage is about football too.
+    f.evidence.get_mut("doc1").unwrap().text = DRIFTED[1].to_string();
+    let llm = Script::new(faithful);
+    let (report, _) = write_with(&llm, &f, &[]);
+    assert_clean(&report);
+    assert!(report.markdown.contains(DRIFTED[0]), "{}", report.markdown);
+    assert!(!report.markdown.contains(DRIFTED[1]), "{}", report.markdown);
+    assert!(
+        !report.references.iter().any(|r| r.key == "doc1"),
+        "the left-out finding's passage is not cited: {}",
+        report.markdown
+    );
+}
+
+#[test]
+fn a_finding_reads_under_the_section_whose_question_it_answers() {
+    // A follow-up that drifted ("What else happened?") found facts on green tea. Five
+    // findings: the opening restates, so every finding stays in the body too.
+    const STRAY: &str = "Green tea leaves are brewed in water below boiling.";
+    const STRAYS: &[&str] = &[
+        STRAY,
+        "Brewed green tea turns bitter in water that is too hot.",
+    ];
+    let f = fixture(&[
+        ("How is green tea brewed?", GREEN),
+        ("What else happened?", STRAYS),
+    ]);
+    let persona = Persona::default();
+    let input = ReportInput {
+        query: "How should I brew tea?",
+        persona: &persona,
+        profile: "",
+        needs: &[],
+        tree: &f.tree,
+        learnings: &f.learnings,
+        evidence: &f.evidence,
+        current_date: "2025-05-01",
+        support_judge: None,
+    };
+    let plan = outline::outline(&input, &Words).unwrap();
+    let stray = f.learnings.iter().position(|l| l.text == STRAY).unwrap();
+    let home = plan
+        .sections
+        .iter()
+        .find(|s| s.paragraphs.iter().flatten().any(|&l| l == stray))
+        .map(|s| s.question.as_str());
+    assert!(plan.summary_restates, "{plan:#?}");
+    assert_eq!(home, Some("How is green tea brewed?"), "{plan:#?}");
+    assert!(
+        plan.sections
+            .iter()
+            .all(|s| s.question != "What else happened?"),
+        "{plan:#?}"
+    );
+}
+
+#[test]
+fn the_opening_does_not_start_from_a_finding_that_leans_on_another() {
+    const LEANING: &[&str] = &[
+        "It is brewed at 70 to 80 degrees for two minutes, tea experts say about green tea.",
+        "Green tea is steamed or pan-fired soon after picking, and tea is brewed from it.",
+    ];
+    let f = fixture(&[("How is green tea brewed?", LEANING)]);
+    let persona = Persona::default();
+    let input = ReportInput {
+        query: "How should I brew tea?",
+        persona: &persona,
+        profile: "",
+        needs: &[],
+        tree: &f.tree,
+        learnings: &f.learnings,
+        evidence: &f.evidence,
+        current_date: "2025-05-01",
+        support_judge: None,
+    };
+    let plan = outline::outline(&input, &Words).unwrap();
+    assert_eq!(plan.summary, vec![1], "{plan:#?}");
+}
+
+#[test]
 fn a_detail_of_the_passage_does_not_stand_in_for_the_fact() {
     let f = fixture(&[("How is green tea brewed?", GREEN)]);
     // Prose that the passages support but that states none of the facts.
