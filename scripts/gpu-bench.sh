@@ -11,7 +11,9 @@
 #     research: `bench research` over the document library on the 1.5B shape (random weights:
 #               the text is noise, so only the time per call and the loop's own overhead mean
 #               anything)
-#   OUT (default /tmp/rudder-gpu-bench): where the tables go; WORK (default /tmp/rudder-gpu)
+#   OUT (default /tmp/rudder-gpu-bench): where the tables go; WORK (default /tmp/rudder-gpu);
+#   LIBRARY (default KIT/library.tar.xz): the document library and embedding model for research;
+#   RESEARCH_ARGS (default "--depth 2 --breadth 3"), RESEARCH_TIMEOUT (seconds, default 420)
 set -u
 kit="$(realpath "${1:-.gpu}")"; shift || true
 parts="${*:-llm}"
@@ -58,16 +60,18 @@ printf '[llama]\ngpu_layers = 0\n' > "$work/cpu/settings.toml"
 if [[ " $parts " == *" llm "* ]]; then
   for m in qwen-1.5b-shape qwen-7b-shape; do
     step "bench llm --parallel 1,4,16 on the GPU, $m"
-    timeout 240 "$bin" --data-dir "$work/gpu" --model "$m" bench llm --parallel 1,4,16 2>&1 | tee "$out/llm-parallel-gpu-$m.txt"
+    timeout 150 "$bin" --data-dir "$work/gpu" --model "$m" bench llm --parallel 1,4,16 2>&1 | tee "$out/llm-parallel-gpu-$m.txt"
   done
   step "bench llm on the GPU, qwen-1.5b-shape"
-  timeout 120 "$bin" --data-dir "$work/gpu" --model qwen-1.5b-shape bench llm 2>&1 | tee "$out/llm-gpu.txt"
+  timeout 100 "$bin" --data-dir "$work/gpu" --model qwen-1.5b-shape bench llm 2>&1 | tee "$out/llm-gpu.txt"
   step "bench llm --parallel 1,4 on this machine's CPU (gpu_layers = 0), qwen-1.5b-shape"
-  timeout 240 "$bin" --data-dir "$work/cpu" --model qwen-1.5b-shape bench llm --parallel 1,4 --tokens 64 2>&1 | tee "$out/llm-parallel-cpu.txt"
+  timeout 150 "$bin" --data-dir "$work/cpu" --model qwen-1.5b-shape bench llm --parallel 1,4 --tokens 64 2>&1 | tee "$out/llm-parallel-cpu.txt"
 fi
 if [[ " $parts " == *" research "* ]]; then
   step "bench research on the GPU, qwen-1.5b-shape"
-  [[ -d "$work/gpu/docs" ]] || tar -C "$work/gpu" -xJf "$kit/library.tar.xz" || exit 1
-  timeout 420 "$bin" --data-dir "$work/gpu" --model qwen-1.5b-shape bench research 2>&1 | tee "$out/research-gpu.txt"
+  [[ -d "$work/gpu/docs" ]] || tar -C "$work/gpu" -xJf "${LIBRARY:-$kit/library.tar.xz}" || exit 1
+  # shellcheck disable=SC2086 # the arguments are words on purpose
+  timeout "${RESEARCH_TIMEOUT:-420}" "$bin" --data-dir "$work/gpu" --model qwen-1.5b-shape bench research \
+    ${RESEARCH_ARGS:---depth 2 --breadth 3} 2>&1 | tee "$out/research-gpu.txt"
 fi
 step "done"

@@ -25,6 +25,8 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::vocab::LlamaVocab;
 use serde::Serialize;
@@ -786,8 +788,20 @@ impl Scheduler<'_> {
                 call.finish(FinishReason::Length);
                 continue;
             }
-            // `sample` also feeds the token to the grammar and other stateful samplers.
-            let token = call.sampler.sample(ctx, at);
+            // Also feeds the token to the grammar and other stateful samplers.
+            let token = match sample_checked(&mut call.sampler, ctx.get_logits_ith(at)) {
+                Ok(token) => token,
+                Err(why) => {
+                    let call = slot.call.take().expect("checked above");
+                    tracing::warn!("generation stopped: {why}");
+                    let output = call.text.clone();
+                    call.fail(LlmError::InvalidOutput {
+                        message: why,
+                        output,
+                    });
+                    continue;
+                }
+            };
             if vocab.is_eog(token) {
                 let call = slot.call.take().expect("checked above");
                 call.finish(FinishReason::Stop);
@@ -823,6 +837,42 @@ impl Scheduler<'_> {
             call.next = Some(token);
         }
     }
+}
+
+/// The next token of a call, chosen by its sampler chain and fed back to it, without letting
+/// llama.cpp throw across the FFI boundary. `LlamaSampler::sample` accepts the token inside
+/// C++, and when the grammar allows no token the model gave a usable logit (NaN logits, a
+/// dead end), the grammar throws there and the process aborts ("Rust cannot catch foreign
+/// exceptions"; seen on an NVIDIA H200 with random-weight models, and reported upstream as
+/// utilityai/llama-cpp-rs#1082). Here the chain is applied to a copy of the logits, the
+/// choice checked, and the token accepted through the shim that catches. After an error the
+/// sampler's grammar may be spent: the call must end.
+fn sample_checked(sampler: &mut LlamaSampler, logits: &[f32]) -> Result<LlamaToken, String> {
+    let mut candidates = LlamaTokenDataArray::new(
+        logits
+            .iter()
+            .enumerate()
+            .map(|(id, &logit)| LlamaTokenData::new(LlamaToken(id as i32), logit, 0.0))
+            .collect(),
+        false,
+    );
+    sampler.apply(&mut candidates);
+    let chosen = candidates
+        .selected
+        .and_then(|i| candidates.data.get(i))
+        .copied()
+        .ok_or("the sampler chose no token")?;
+    if !chosen.logit().is_finite() {
+        return Err(format!(
+            "no token the output format allows has a usable score (token {} scored {})",
+            chosen.id().0,
+            chosen.logit()
+        ));
+    }
+    sampler
+        .try_accept(chosen.id())
+        .map_err(|e| format!("the output format refused token {}: {e}", chosen.id().0))?;
+    Ok(chosen.id())
 }
 
 /// Generated tokens a loop must fill before a call is cut off.
@@ -911,6 +961,44 @@ fn take_utf8(bytes: &mut Vec<u8>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The test chat model (SmolLM2-135M), where `scripts/test.sh` fetched it.
+    fn test_model() -> LlamaModel {
+        let dir = std::env::var_os("RUDDER_TEST_MODELS_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.models"));
+        let path = dir.join("SmolLM2-135M-Instruct.Q4_1.gguf");
+        assert!(
+            path.is_file(),
+            "{} is missing: run scripts/test.sh",
+            path.display()
+        );
+        LlamaModel::load_from_file(backend().unwrap(), &path, &LlamaModelParams::default()).unwrap()
+    }
+
+    #[test]
+    fn a_grammar_that_allows_nothing_usable_is_an_error_not_an_abort() {
+        let model = test_model();
+        let vocab = usize::try_from(model.n_vocab()).unwrap();
+        let grammar = || LlamaSampler::grammar(&model, "root ::= \"zq\"", "root").unwrap();
+        // Every score NaN (what a GPU gave for random weights): nothing is usable.
+        let mut sampler = LlamaSampler::chain_simple([grammar(), LlamaSampler::greedy()]);
+        let why = sample_checked(&mut sampler, &vec![f32::NAN; vocab]).unwrap_err();
+        assert!(why.contains("usable score"), "{why}");
+        // A chain that keeps only the best token before the grammar masks it: a dead end
+        // (utilityai/llama-cpp-rs#1082, where `sample` aborts the process).
+        let mut logits = vec![0.0f32; vocab];
+        logits[42] = 10.0;
+        let mut sampler =
+            LlamaSampler::chain_simple([LlamaSampler::top_k(1), grammar(), LlamaSampler::greedy()]);
+        assert!(sample_checked(&mut sampler, &logits).is_err());
+        // Where the grammar allows the best token, it is chosen and accepted.
+        let z = model.vocab().tokenize(b"z", false, false)[0];
+        let mut logits = vec![0.0f32; vocab];
+        logits[usize::try_from(z.0).unwrap()] = 10.0;
+        let mut sampler = LlamaSampler::chain_simple([grammar(), LlamaSampler::greedy()]);
+        assert_eq!(sample_checked(&mut sampler, &logits), Ok(z));
+    }
 
     #[test]
     fn a_loop_is_a_short_pattern_filling_the_window() {
