@@ -14,6 +14,12 @@
 #   OUT (default /tmp/rudder-gpu-bench): where the tables go; WORK (default /tmp/rudder-gpu);
 #   LIBRARY (default KIT/library.tar.xz): the document library and embedding model for research;
 #   RESEARCH_ARGS (default "--depth 2 --breadth 3"), RESEARCH_TIMEOUT (seconds, default 420)
+# Random weights are not a real model's numbers. On an H200 some runs' activations overflow f16
+# and every score is NaN or -inf, so a grammar-constrained call ends with "no token the output
+# format allows has a usable score" and that N's row is missing; smaller weights (norms of
+# 1e-4) avoid it but flatten the scores, and top-p sampling over ~150,000 near-equal tokens
+# then takes most of the time. Read the rows that ran as speeds of the shapes; the research
+# run's text is noise (its tree stops at the root).
 set -u
 kit="$(realpath "${1:-.gpu}")"; shift || true
 parts="${*:-llm}"
