@@ -448,6 +448,27 @@ pub(super) fn outline(
     // Reading order: the sections' order.
     summary.sort_by_key(|l| kept.iter().position(|k| k == l));
 
+    // A finding that leans on a sentence before it ("This was the first …") follows another
+    // finding of its section; alone in its section it would be read as it stands, so it is
+    // left out.
+    let leans = |l: usize| leans_on_context(&input.learnings[l].text);
+    for s in &mut sections {
+        if !s.2.is_empty() && s.2.iter().all(|&l| leans(l)) {
+            for &l in &s.2 {
+                unplaced.push((
+                    l,
+                    "it leans on a sentence before it, and no other finding of its section \
+                     comes first"
+                        .into(),
+                ));
+            }
+            s.2.clear();
+        } else if let Some(first) = s.2.iter().position(|&l| !leans(l)) {
+            // The leading leaning findings go after the first that stands alone.
+            let lead: Vec<usize> = s.2.drain(..first).collect();
+            s.2.splice(1..1, lead);
+        }
+    }
     let sections = sections
         .into_iter()
         .filter_map(|(direction, question, learnings)| {
@@ -455,7 +476,7 @@ pub(super) fn outline(
                 direction,
                 topic: topic_of(&question, direction.is_none()),
                 question,
-                paragraphs: paragraphs(&learnings),
+                paragraphs: paragraphs(&learnings, &leans),
             })
         })
         .collect();
@@ -534,8 +555,21 @@ pub(super) fn topic_of(question: &str, root: bool) -> String {
 }
 
 /// Learnings in groups of at most [`PARAGRAPH_LEARNINGS`], as even as possible (7 → 3, 2, 2),
-/// so no paragraph is a lone fact after two full ones.
-fn paragraphs(learnings: &[usize]) -> Vec<Vec<usize>> {
+/// so no paragraph is a lone fact after two full ones. A paragraph never opens on a finding
+/// that `leans` on the sentence before it: that finding closes the paragraph before.
+fn paragraphs(learnings: &[usize], leans: &dyn Fn(usize) -> bool) -> Vec<Vec<usize>> {
+    let mut groups = even_groups(learnings);
+    for i in 1..groups.len() {
+        while groups[i].first().is_some_and(|&l| leans(l)) {
+            let l = groups[i].remove(0);
+            groups[i - 1].push(l);
+        }
+    }
+    groups.retain(|g| !g.is_empty());
+    groups
+}
+
+fn even_groups(learnings: &[usize]) -> Vec<Vec<usize>> {
     if learnings.is_empty() {
         return Vec::new();
     }
@@ -559,7 +593,7 @@ mod tests {
     #[test]
     fn paragraphs_are_even_groups_of_at_most_three() {
         let sizes = |n: usize| -> Vec<usize> {
-            paragraphs(&(0..n).collect::<Vec<_>>())
+            paragraphs(&(0..n).collect::<Vec<_>>(), &|_| false)
                 .iter()
                 .map(Vec::len)
                 .collect()
@@ -569,6 +603,13 @@ mod tests {
         assert_eq!(sizes(4), vec![2, 2]);
         assert_eq!(sizes(7), vec![3, 2, 2]);
         assert_eq!(sizes(9), vec![3, 3, 3]);
+    }
+
+    #[test]
+    fn a_paragraph_never_opens_on_a_finding_that_leans_on_the_one_before() {
+        // Finding 3 leans on finding 2: it closes the first paragraph, not opens the second.
+        let groups = paragraphs(&[0, 1, 2, 3, 4, 5], &|l| l == 3);
+        assert_eq!(groups, vec![vec![0, 1, 2, 3], vec![4, 5]]);
     }
 
     #[test]

@@ -543,6 +543,55 @@ fn the_opening_does_not_start_from_a_finding_that_leans_on_another() {
 }
 
 #[test]
+fn a_finding_that_leans_on_another_follows_one_or_is_left_out() {
+    const GREEN_THEN: &[&str] = &[
+        "This is why it is brewed at 70 to 80 degrees for two minutes, tea makers say.",
+        "Green tea is steamed or pan-fired soon after picking, and tea is brewed from it.",
+    ];
+    const ALONE: &[&str] = &["This was the first tea brewed with cold water."];
+    let f = fixture(&[
+        ("How is green tea brewed?", GREEN_THEN),
+        ("What came first in tea brewing?", ALONE),
+    ]);
+    let persona = Persona::default();
+    let input = ReportInput {
+        query: "How should I brew tea?",
+        persona: &persona,
+        profile: "",
+        needs: &[],
+        tree: &f.tree,
+        learnings: &f.learnings,
+        evidence: &f.evidence,
+        current_date: "2025-05-01",
+        support_judge: None,
+    };
+    let plan = outline::outline(&input, &Words).unwrap();
+    let placed: Vec<usize> = plan
+        .sections
+        .iter()
+        .flat_map(|s| s.paragraphs.iter().flatten().copied())
+        .chain(plan.summary.iter().copied())
+        .collect();
+    // The lone one is left out, with the reason.
+    assert!(!placed.contains(&2), "{plan:#?}");
+    assert!(plan
+        .unplaced
+        .iter()
+        .any(|(l, why)| *l == 2 && why.contains("leans")));
+    // The other follows the finding that stands alone.
+    let green = plan
+        .sections
+        .iter()
+        .find(|s| s.question == "How is green tea brewed?")
+        .map(|s| s.paragraphs.concat());
+    if let Some(order) = green {
+        if order.contains(&0) {
+            assert_eq!(order.first(), Some(&1), "{plan:#?}");
+        }
+    }
+}
+
+#[test]
 fn a_detail_of_the_passage_does_not_stand_in_for_the_fact() {
     let f = fixture(&[("How is green tea brewed?", GREEN)]);
     // Prose that the passages support but that states none of the facts.
