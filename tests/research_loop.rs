@@ -220,8 +220,9 @@ fn every_decision_is_logged_with_its_numbers() {
         .filter(|s| s.heading != rudder::research::report::NEEDS_HEADING)
         .count();
     // Three directions over the same five passages: a direction whose learnings all repeat
-    // ones placed earlier in the report gets no section of its own.
-    assert!((2..=3).contains(&sections), "{sections} sections");
+    // ones placed earlier in the report gets no section of its own, and a finding reads under
+    // the section whose question it answers, so the directions' findings can share one.
+    assert!((1..=3).contains(&sections), "{sections} sections");
     assert!((sections..=2 * sections).contains(&llm.count("heading")));
     assert!((1..=2).contains(&llm.count("title")));
     assert!(llm.count("paragraph") >= sections);

@@ -448,26 +448,35 @@ pub(super) fn outline(
     // Reading order: the sections' order.
     summary.sort_by_key(|l| kept.iter().position(|k| k == l));
 
-    // A finding that leans on a sentence before it ("This was the first …") follows another
-    // finding of its section; alone in its section it would be read as it stands, so it is
-    // left out.
+    // A finding that leans on a sentence before it ("This was the first …") is read right
+    // after a finding of its section that cites the same passage (what it leans on); with no
+    // such finding it would be read as it stands, so it is left out.
     let leans = |l: usize| leans_on_context(&input.learnings[l].text);
+    let same_passage = |a: usize, b: usize| {
+        input.learnings[a]
+            .sources
+            .iter()
+            .any(|k| input.learnings[b].sources.contains(k))
+    };
     for s in &mut sections {
-        if !s.2.is_empty() && s.2.iter().all(|&l| leans(l)) {
-            for &l in &s.2 {
-                unplaced.push((
-                    l,
-                    "it leans on a sentence before it, and no other finding of its section \
-                     comes first"
-                        .into(),
-                ));
-            }
-            s.2.clear();
-        } else if let Some(first) = s.2.iter().position(|&l| !leans(l)) {
-            // The leading leaning findings go after the first that stands alone.
-            let lead: Vec<usize> = s.2.drain(..first).collect();
-            s.2.splice(1..1, lead);
+        let mut ordered: Vec<usize> = Vec::new();
+        let mut leaning: Vec<usize> = s.2.iter().copied().filter(|&l| leans(l)).collect();
+        for &l in s.2.iter().filter(|&&l| !leans(l)) {
+            ordered.push(l);
+            let (after, rest): (Vec<usize>, Vec<usize>) =
+                leaning.into_iter().partition(|&x| same_passage(x, l));
+            ordered.extend(after);
+            leaning = rest;
         }
+        for l in leaning {
+            unplaced.push((
+                l,
+                "it leans on a sentence before it, and no finding of its section from the same \
+                 passage comes first"
+                    .into(),
+            ));
+        }
+        s.2 = ordered;
     }
     let sections = sections
         .into_iter()

@@ -578,15 +578,48 @@ fn a_finding_that_leans_on_another_follows_one_or_is_left_out() {
         .unplaced
         .iter()
         .any(|(l, why)| *l == 2 && why.contains("leans")));
-    // The other follows the finding that stands alone.
-    let green = plan
+    // The other cites its own passage, which no other finding cites: left out too.
+    assert!(!placed.contains(&0), "{plan:#?}");
+    assert!(placed.contains(&1), "{plan:#?}");
+}
+
+#[test]
+fn a_finding_that_leans_on_another_is_read_right_after_it() {
+    const FACTS: &[&str] = &[
+        "Green tea is steamed or pan-fired soon after picking, and tea is brewed from it.",
+        "Black tea is brewed with boiling water for four minutes.",
+        "Assam black tea is grown in the lowlands of India.",
+        "Ceylon black tea comes from Sri Lanka's hill estates.",
+        "This keeps green tea leaves green, tea makers say.",
+        "Oolong tea is brewed at 90 degrees, tea shops say.",
+    ];
+    let mut f = fixture(&[("How is tea brewed?", FACTS)]);
+    // The leaning finding (4) comes from the first one's passage.
+    f.learnings[4].sources = f.learnings[0].sources.clone();
+    let persona = Persona::default();
+    let input = ReportInput {
+        query: "How should I brew tea?",
+        persona: &persona,
+        profile: "",
+        needs: &[],
+        tree: &f.tree,
+        learnings: &f.learnings,
+        evidence: &f.evidence,
+        current_date: "2025-05-01",
+        support_judge: None,
+    };
+    let plan = outline::outline(&input, &Words).unwrap();
+    let order: Vec<usize> = plan
         .sections
         .iter()
-        .find(|s| s.question == "How is green tea brewed?")
-        .map(|s| s.paragraphs.concat());
-    if let Some(order) = green {
-        if order.contains(&0) {
-            assert_eq!(order.first(), Some(&1), "{plan:#?}");
+        .flat_map(|s| s.paragraphs.concat())
+        .collect();
+    let at = |l: usize| order.iter().position(|&x| x == l);
+    assert_eq!(at(4).map(|i| i - 1), at(0), "{plan:#?}");
+    // And never opens a paragraph.
+    for s in &plan.sections {
+        for p in &s.paragraphs {
+            assert_ne!(p.first(), Some(&4), "{plan:#?}");
         }
     }
 }
