@@ -137,6 +137,23 @@ fn write_judged(
     write(llm, &Words, &input, &mut |_, _| {}).unwrap()
 }
 
+/// The writer's plan for a fixture, before anything is written.
+fn plan_of(f: &Fixture) -> outline::Outline {
+    let persona = Persona::default();
+    let input = ReportInput {
+        query: "How should I brew tea?",
+        persona: &persona,
+        profile: "",
+        needs: &[],
+        tree: &f.tree,
+        learnings: &f.learnings,
+        evidence: &f.evidence,
+        current_date: "2025-05-01",
+        support_judge: None,
+    };
+    outline::outline(&input, &Words).unwrap()
+}
+
 /// Every sentence and heading of a report, with what the quality evaluation checks.
 fn assert_clean(report: &Report) {
     assert!(
@@ -490,19 +507,7 @@ fn a_finding_reads_under_the_section_whose_question_it_answers() {
         ("How is green tea brewed?", GREEN),
         ("What else happened?", STRAYS),
     ]);
-    let persona = Persona::default();
-    let input = ReportInput {
-        query: "How should I brew tea?",
-        persona: &persona,
-        profile: "",
-        needs: &[],
-        tree: &f.tree,
-        learnings: &f.learnings,
-        evidence: &f.evidence,
-        current_date: "2025-05-01",
-        support_judge: None,
-    };
-    let plan = outline::outline(&input, &Words).unwrap();
+    let plan = plan_of(&f);
     let stray = f.learnings.iter().position(|l| l.text == STRAY).unwrap();
     let home = plan
         .sections
@@ -526,19 +531,7 @@ fn the_opening_does_not_start_from_a_finding_that_leans_on_another() {
         "Green tea is steamed or pan-fired soon after picking, and tea is brewed from it.",
     ];
     let f = fixture(&[("How is green tea brewed?", LEANING)]);
-    let persona = Persona::default();
-    let input = ReportInput {
-        query: "How should I brew tea?",
-        persona: &persona,
-        profile: "",
-        needs: &[],
-        tree: &f.tree,
-        learnings: &f.learnings,
-        evidence: &f.evidence,
-        current_date: "2025-05-01",
-        support_judge: None,
-    };
-    let plan = outline::outline(&input, &Words).unwrap();
+    let plan = plan_of(&f);
     assert_eq!(plan.summary, vec![1], "{plan:#?}");
 }
 
@@ -553,19 +546,7 @@ fn a_finding_that_leans_on_another_follows_one_or_is_left_out() {
         ("How is green tea brewed?", GREEN_THEN),
         ("What came first in tea brewing?", ALONE),
     ]);
-    let persona = Persona::default();
-    let input = ReportInput {
-        query: "How should I brew tea?",
-        persona: &persona,
-        profile: "",
-        needs: &[],
-        tree: &f.tree,
-        learnings: &f.learnings,
-        evidence: &f.evidence,
-        current_date: "2025-05-01",
-        support_judge: None,
-    };
-    let plan = outline::outline(&input, &Words).unwrap();
+    let plan = plan_of(&f);
     let placed: Vec<usize> = plan
         .sections
         .iter()
@@ -596,19 +577,7 @@ fn a_finding_that_leans_on_another_is_read_right_after_it() {
     let mut f = fixture(&[("How is tea brewed?", FACTS)]);
     // The leaning finding (4) comes from the first one's passage.
     f.learnings[4].sources = f.learnings[0].sources.clone();
-    let persona = Persona::default();
-    let input = ReportInput {
-        query: "How should I brew tea?",
-        persona: &persona,
-        profile: "",
-        needs: &[],
-        tree: &f.tree,
-        learnings: &f.learnings,
-        evidence: &f.evidence,
-        current_date: "2025-05-01",
-        support_judge: None,
-    };
-    let plan = outline::outline(&input, &Words).unwrap();
+    let plan = plan_of(&f);
     let order: Vec<usize> = plan
         .sections
         .iter()
