@@ -26,8 +26,24 @@ fn run_for(
     interaction: &mut dyn Interaction,
     persona_text: &str,
 ) -> (Outcome, Vec<Event>) {
+    run_over(
+        MemorySource::tea(),
+        llm,
+        settings,
+        interaction,
+        persona_text,
+    )
+}
+
+fn run_over(
+    source: MemorySource,
+    llm: &ScriptedLlm,
+    settings: ResearchSettings,
+    interaction: &mut dyn Interaction,
+    persona_text: &str,
+) -> (Outcome, Vec<Event>) {
     let mut sources = Sources::new();
-    sources.push(Box::new(MemorySource::tea()));
+    sources.push(Box::new(source));
     let mut events = Collect::default();
     let mut researcher = Researcher {
         llm,
@@ -488,8 +504,9 @@ fn nodes_read_passages_no_other_node_took_first() {
     // The distinct passages the root and the two directions under it read.
     let distinct_read = |pool: usize| {
         let mut s = settings(1, 2, 0.7);
-        // Two passages a node: the six tea passages could serve three nodes without a repeat.
-        s.evidence_per_node = 2;
+        // Three passages a node: the best matches of three nodes are four of the six tea
+        // passages; with a head of three, the floor (the least close of them) lets the rest in.
+        s.evidence_per_node = 3;
         s.fresh_evidence_pool = pool;
         let (_, events) = run(&ScriptedLlm::new(), s, &mut NeverAsk);
         let reads: Vec<Vec<String>> = events
@@ -514,4 +531,45 @@ fn nodes_read_passages_no_other_node_took_first() {
         "fresh first read {fresh_first} distinct passages, best matches {best_matches}"
     );
     assert!(fresh_first >= 5, "{fresh_first}");
+}
+
+/// A passage from further down the ranking is read in place of one another node took only
+/// when it is as close to the node's question, and to the research question, as the best
+/// matches the node would read anyway: one that shares a word of the question and nothing
+/// else of it is never read, however fresh.
+#[test]
+fn a_fresh_passage_below_the_relevance_floor_is_not_read() {
+    // Three passages on brewing tea for three nodes of two passages each: every node but the
+    // first must read a passage another took, or the brewery.
+    let mut source = MemorySource::tea();
+    source
+        .0
+        .retain(|(title, _)| ["Green tea", "Black tea", "Tea safety"].contains(&title.as_str()));
+    source.0.push((
+        "Brewery".into(),
+        "A brewery makes beer from malt and hops; Bavaria has many. How big is one?".into(),
+    ));
+    let mut s = settings(1, 2, 0.7);
+    s.evidence_per_node = 2;
+    s.fresh_evidence_pool = 4;
+    let (_, events) = run_over(
+        source,
+        &ScriptedLlm::new(),
+        s,
+        &mut NeverAsk,
+        "A home cook.",
+    );
+    let read: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::NodeResearched { sources, .. } => Some(sources.clone()),
+            _ => None,
+        })
+        .flatten()
+        .map(|e| e.title)
+        .collect();
+    assert!(read.len() >= 6, "{read:?}");
+    assert!(!read.iter().any(|t| t == "Brewery"), "{read:?}");
+    let distinct: std::collections::BTreeSet<&String> = read.iter().collect();
+    assert_eq!(distinct.len(), 3, "every tea passage is read: {read:?}");
 }

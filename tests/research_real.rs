@@ -361,6 +361,7 @@ fn tea_node(
         current_date: "2026-11-22",
         leaf: true,
         support_judge,
+        known: Default::default(),
     }
 }
 

@@ -43,6 +43,8 @@ pub fn on_topic(query: &[f32], direction: &[f32]) -> bool {
 
 /// Characters of each passage shown to the model.
 pub const PASSAGE_CHARS: usize = 700;
+/// Most characters of a learning (the grammar's bound).
+const LEARNING_CHARS: usize = 200;
 /// Most learnings per node.
 pub const MAX_LEARNINGS: usize = 4;
 
@@ -101,7 +103,7 @@ pub fn schema(evidence: usize, leaf: bool) -> serde_json::Value {
     let learning = json!({
         "type": "object",
         "properties": {
-            "insight": crate::llm::grammar::prose_string(10, 200),
+            "insight": crate::llm::grammar::prose_string(10, LEARNING_CHARS),
             "sources": sources,
         },
         "required": ["insight", "sources"],
@@ -187,6 +189,52 @@ pub struct NodeContext<'a> {
     pub leaf: bool,
     /// The support judge's threshold for the chat model (None or 0: off).
     pub support_judge: Option<f32>,
+    /// What the research learned before this node (the learnings committed before its level
+    /// began), with their embeddings in the same order.
+    pub known: Known<'a>,
+}
+
+/// The run's learnings so far, which a node is told of and must not state again.
+#[derive(Clone, Copy, Default)]
+pub struct Known<'a> {
+    pub texts: &'a [&'a str],
+    pub vectors: &'a [Vec<f32>],
+}
+
+/// Most known learnings a node's prompt lists: those closest to its question.
+const MAX_KNOWN_SHOWN: usize = 6;
+
+impl Known<'_> {
+    /// The known learning `vector` restates (cosine at least the writer's
+    /// [`DUPLICATE_COSINE`](super::report::DUPLICATE_COSINE), at which it would merge
+    /// the two into one finding), if any.
+    fn restated_by(&self, vector: &[f32]) -> Option<&str> {
+        self.texts
+            .iter()
+            .zip(self.vectors)
+            .map(|(t, v)| (*t, crate::embed::cosine(vector, v)))
+            .filter(|(_, c)| *c >= super::report::DUPLICATE_COSINE)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(t, _)| t)
+    }
+
+    /// The known learnings closest to `question` (its embedding), one per line, for the
+    /// prompt: a node told what is known already looks for something else in its passages.
+    fn closest_lines(&self, question: &[f32]) -> String {
+        let mut scored: Vec<(f32, &str)> = self
+            .texts
+            .iter()
+            .zip(self.vectors)
+            .map(|(t, v)| (crate::embed::cosine(question, v), *t))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored
+            .into_iter()
+            .take(MAX_KNOWN_SHOWN)
+            .map(|(_, t)| format!("- {t}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
 }
 
 /// Researches one node over its evidence: one call, and a second one for learnings only when
@@ -197,6 +245,12 @@ pub fn research(
     ctx: &NodeContext<'_>,
     evidence: &[Evidence],
 ) -> Result<(Findings, Vec<Completion>), ResearchError> {
+    let known = if ctx.known.texts.is_empty() {
+        String::new()
+    } else {
+        let question = embedder.embed(&[ctx.question])?.pop().unwrap_or_default();
+        ctx.known.closest_lines(&question)
+    };
     let prompt = crate::prompts::render(
         "research_node",
         minijinja::context! {
@@ -209,6 +263,7 @@ pub fn research(
             evidence => numbered_evidence(evidence, PASSAGE_CHARS),
             current_date => ctx.current_date,
             leaf => ctx.leaf,
+            known,
         },
     )?;
     // Worst case at one token per character: 4 learnings × 215, 6 follow-ups × 195, the wild
@@ -234,6 +289,8 @@ pub fn research(
         judge: &judge,
         shown: &shown,
         script,
+        embedder,
+        known: ctx.known,
     };
     let (mut kept, rejected) =
         check.learnings(std::mem::take(&mut findings.learnings), &mut judged)?;
@@ -282,7 +339,7 @@ pub fn research(
     }
     completions.append(&mut judged);
     if kept.is_empty() {
-        kept = quoted_learnings(embedder, ctx.question, evidence, &shown)?;
+        kept = quoted_learnings(embedder, ctx.question, evidence, &shown, ctx.known)?;
     }
     kept.truncate(MAX_LEARNINGS);
     for (text, idx) in &mut kept {
@@ -319,6 +376,9 @@ struct Checks<'a> {
     shown: &'a [String],
     /// The question's writing system.
     script: Script,
+    embedder: &'a dyn Embedder,
+    /// What the research learned before: a learning that restates it is refused.
+    known: Known<'a>,
 }
 
 impl Checks<'_> {
@@ -342,6 +402,33 @@ impl Checks<'_> {
             {
                 rejected.push((text, why));
                 continue;
+            }
+            // The grammar ends a learning at its bound, mid-word ("… literacy and the re").
+            if text.chars().count() >= LEARNING_CHARS
+                && !text.trim_end().ends_with(['.', '!', '"', ')'])
+            {
+                let why = format!(
+                    "cut off at {LEARNING_CHARS} characters: state one fact in fewer words"
+                );
+                rejected.push((text, why));
+                continue;
+            }
+            // Nodes that read the same passages write the same fact: 9 of a depth-2 printing
+            // press run's 27 learnings said the press "revolutionized book production".
+            // Refused before the support checks, which it would pass.
+            if !self.known.texts.is_empty() {
+                let vector = self
+                    .embedder
+                    .embed(&[text.as_str()])?
+                    .pop()
+                    .unwrap_or_default();
+                if let Some(earlier) = self.known.restated_by(&vector) {
+                    let why = format!(
+                        "the research already found this (\"{earlier}\"): state a different fact from the passages"
+                    );
+                    rejected.push((text, why));
+                    continue;
+                }
             }
             // A small model often copies a true sentence and numbers the wrong passage: then
             // the citation goes to the passage that does support it, so it still resolves to
@@ -393,6 +480,7 @@ fn quoted_learnings(
     question: &str,
     evidence: &[Evidence],
     shown: &[String],
+    known: Known<'_>,
 ) -> Result<Vec<(String, Vec<usize>)>, ResearchError> {
     let mut candidates: Vec<(usize, String)> = Vec::new();
     for (i, passage) in shown.iter().enumerate() {
@@ -417,6 +505,7 @@ fn quoted_learnings(
     let mut scored: Vec<(f32, usize)> = (1..vectors.len())
         .map(|k| (crate::embed::cosine(&vectors[0], &vectors[k]), k - 1))
         .filter(|(c, _)| *c >= QUOTE_RELATED)
+        .filter(|(_, k)| known.restated_by(&vectors[k + 1]).is_none())
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
     let mut out: Vec<(String, Vec<usize>)> = Vec::new();
@@ -629,6 +718,7 @@ mod tests {
             current_date: "2026-11-22",
             leaf: true,
             support_judge: None,
+            known: Known::default(),
         };
         research(llm, &WordsEmbedder, &ctx, evidence).unwrap().0
     }
@@ -677,6 +767,68 @@ mod tests {
             panic!("no schema");
         };
         assert!(!schema.to_string().contains("follow_up_questions"));
+    }
+
+    /// A node is told what the research learned before it, and a learning that states it
+    /// again is refused with the earlier one quoted, then asked for once more.
+    #[test]
+    fn a_learning_the_research_already_has_is_refused_and_asked_again() {
+        let llm = queue(vec![
+            json!({"learnings": [{"insight": GREEN, "sources": [1]}], "tags": ["brewing"]}),
+            json!({"learnings": [{"insight": BLACK, "sources": [2]}], "tags": ["brewing"]}),
+        ]);
+        let ev = [
+            evidence(doc(0), "Green tea", GREEN),
+            evidence(doc(1), "Black tea", BLACK),
+        ];
+        let texts = [GREEN];
+        let vectors = WordsEmbedder.embed(&texts).unwrap();
+        let persona = Persona::default();
+        let ctx = NodeContext {
+            query: "How should I brew tea?",
+            question: "How should I brew tea?",
+            persona: &persona,
+            seen_tags: &[],
+            directives: "",
+            current_date: "2026-11-22",
+            leaf: true,
+            support_judge: None,
+            known: Known {
+                texts: &texts,
+                vectors: &vectors,
+            },
+        };
+        let f = research(&llm, &WordsEmbedder, &ctx, &ev).unwrap().0;
+        assert_eq!(f.learnings, vec![(BLACK.to_string(), vec![1])]);
+        let requests = llm.requests();
+        let first = &requests[0].messages[0].content;
+        assert!(
+            first.contains(&format!("Already learned earlier in this research (do not state these again; take other facts from the passages):\n- {GREEN}")),
+            "{first}"
+        );
+        let retry = &requests[1].messages[2].content;
+        assert!(
+            retry.contains(&format!("the research already found this (\"{GREEN}\")")),
+            "{retry}"
+        );
+    }
+
+    /// A learning the grammar cut at its bound is refused, not kept as half a sentence.
+    #[test]
+    fn a_learning_cut_at_the_length_bound_is_refused() {
+        let long = format!(
+            "{} and the development of literacy and the re",
+            &GREEN[..GREEN.len() - 1]
+        );
+        let cut: String = long.chars().cycle().take(LEARNING_CHARS).collect();
+        let llm = queue(vec![
+            json!({"learnings": [{"insight": cut, "sources": [1]}], "tags": ["brewing"]}),
+            json!({"learnings": [{"insight": GREEN, "sources": [1]}], "tags": ["brewing"]}),
+        ]);
+        let f = run(&llm, &[evidence(doc(0), "Green tea", GREEN)]);
+        assert_eq!(f.learnings, vec![(GREEN.to_string(), vec![0])]);
+        let retry = &llm.requests()[1].messages[2].content;
+        assert!(retry.contains("cut off at 200 characters"), "{retry}");
     }
 
     #[test]

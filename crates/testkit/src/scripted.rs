@@ -192,6 +192,9 @@ impl Llm for ScriptedLlm {
                 }
             };
             ("reflect", value)
+        } else if prompt.contains("Some of these learnings cannot be kept") {
+            // A node's second try: nothing more in its passages.
+            ("node_retry", json!({"learnings": [], "tags": []}))
         } else if prompt.contains("list 4 to 6 specific checklist items") {
             (
                 "checklist",

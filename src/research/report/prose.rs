@@ -235,6 +235,12 @@ impl<'a> Writer<'a> {
         if self.repeats(sentence, kept) {
             return Ok(Some("it repeats a sentence already in the report".into()));
         }
+        // "It had a profound impact …" opening a paragraph points at nothing before it.
+        if kept.is_empty() && super::outline::leans_on_context(sentence) {
+            return Ok(Some(
+                "it opens the paragraph with a word that points back to nothing before it; name the subject".into(),
+            ));
+        }
         let mut matched = false;
         for passage in passages {
             if !self.support.supports(sentence, passage)? {

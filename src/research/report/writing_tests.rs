@@ -626,3 +626,41 @@ fn when_no_section_is_about_the_question_the_closest_one_stays() {
     assert!(!report.references.is_empty(), "{}", report.markdown);
     assert_ne!(report.summary.text, NO_EVIDENCE, "{}", report.markdown);
 }
+
+/// A paragraph the model opens with "It …" is asked again: the word points back to nothing
+/// before it.
+#[test]
+fn a_paragraph_that_opens_on_a_word_pointing_back_is_asked_again() {
+    let f = fixture(&[("How is green tea brewed?", GREEN)]);
+    let llm = Script::new(|prompt| {
+        if prompt.contains(PARAGRAPH) && !prompt.contains(RETRY) {
+            let facts = facts_of(prompt);
+            let first = match facts[0].split_once(" is ") {
+                Some((_, rest)) => format!("It is {rest}"),
+                None => format!("It says {}", facts[0]),
+            };
+            json_text(
+                "text",
+                &[first]
+                    .into_iter()
+                    .chain(facts.into_iter().skip(1))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            )
+        } else {
+            faithful(prompt)
+        }
+    });
+    let (report, _) = write_with(&llm, &f, &[]);
+    assert_clean(&report);
+    let retries = llm.prompts_with(RETRY);
+    assert!(
+        retries
+            .iter()
+            .any(|r| r.contains("points back to nothing before it")),
+        "{retries:?}"
+    );
+    for paragraph in report.markdown.split("\n\n") {
+        assert!(!paragraph.starts_with("It "), "{}", report.markdown);
+    }
+}

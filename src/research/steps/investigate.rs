@@ -95,7 +95,26 @@ impl Run<'_, '_> {
         } else {
             None
         };
-        crate::llm::map_concurrent(llm.parallelism(), opened, |_, node| {
+        // What levels above each node learned: the same whether a level's nodes are
+        // researched together or one at a time.
+        let depth_of = |id: usize| self.s.tree.nodes[id].depth;
+        let known_above: Vec<(Vec<&str>, Vec<Vec<f32>>)> = opened
+            .iter()
+            .map(|o| {
+                self.s
+                    .learnings
+                    .iter()
+                    .zip(&self.learning_vectors)
+                    .filter(|(l, _)| depth_of(l.node) < depth_of(o.id))
+                    .map(|(l, v)| (l.text.as_str(), v.clone()))
+                    .unzip()
+            })
+            .collect();
+        crate::llm::map_concurrent(llm.parallelism(), opened, |i, node| {
+            let known = node::Known {
+                texts: &known_above[i].0,
+                vectors: &known_above[i].1,
+            };
             let ctx = node::NodeContext {
                 query,
                 question: &node.question,
@@ -105,6 +124,7 @@ impl Run<'_, '_> {
                 current_date: date,
                 leaf: node.leaf,
                 support_judge,
+                known,
             };
             node::research(llm, embedder, &ctx, &node.evidence)
         })
