@@ -84,6 +84,10 @@ const TEMPLATES: &[(&str, &str)] = &[
     ),
     ("report_title", include_str!("../prompts/report_title.md")),
     (
+        "report_translate",
+        include_str!("../prompts/report_translate.md"),
+    ),
+    (
         "research_reflect",
         include_str!("../prompts/research_reflect.md"),
     ),
@@ -140,6 +144,7 @@ mod tests {
             completed => "(none)", messages => "1. focus on cost", gaps => true,
             facts => "1. Nylon tents weigh 1.2 kg.", problems => "", need => "a light tent",
             context => "1. Nylon tents weigh 1.2 kg. Polyester ones weigh more.",
+            text => "Nylon tents weigh 1.2 kg.", language => "French", known => "",
         };
         for (name, _) in super::TEMPLATES {
             // The clarify_ templates are covered by `clarify::tests`; the node's retry is a

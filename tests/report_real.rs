@@ -317,3 +317,57 @@ fn assembly_thresholds_separate_examples_on_real_embeddings() {
         assert_eq!(*c >= DUPLICATE_COSINE, *same, "{c:.3}: {a} / {b}");
     }
 }
+
+/// A question in French, with the real small model: the report is written and checked in the
+/// sources' English, then each text is translated and checked, or left as written and counted.
+/// Whatever SmolLM2 manages, nothing broken is printed and the labels are French.
+#[test]
+fn a_question_in_french_gets_french_labels_and_checked_translations() {
+    let models = common::store();
+    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
+    let llm = common::small_model();
+    let (tree, learnings, evidence) = fixture();
+    let persona = Persona::default();
+    let input = ReportInput {
+        query: "Comment faut-il préparer le thé vert à la maison ?",
+        persona: &persona,
+        profile: "",
+        needs: &[],
+        tree: &tree,
+        learnings: &learnings,
+        evidence: &evidence,
+        current_date: "2025-05-01",
+        support_judge: None,
+    };
+    let (report, completions) = report::write(&llm, &embedder, &input, &mut |_, _| {}).unwrap();
+    eprintln!("{}", report.markdown);
+    assert_eq!(report.language, "fra");
+    let texts = 2 + report
+        .sections
+        .iter()
+        .map(|s| 1 + s.paragraphs.len())
+        .sum::<usize>();
+    assert!(!completions.is_empty());
+    assert!(report.untranslated <= texts);
+    assert!(
+        report.markdown.contains("## Références"),
+        "{}",
+        report.markdown
+    );
+    assert_eq!(
+        report.markdown.contains("restent en anglais"),
+        report.untranslated > 0,
+        "{}",
+        report.markdown
+    );
+    for h in std::iter::once(&report.title).chain(report.sections.iter().map(|s| &s.heading)) {
+        assert!(heading_debris(h).is_none(), "heading debris: {h:?}");
+    }
+    for p in std::iter::once(&report.summary)
+        .chain(report.sections.iter().flat_map(|s| s.paragraphs.iter()))
+    {
+        for s in split_sentences(&p.text) {
+            assert!(sentence_debris(&s).is_none(), "debris: {s:?}");
+        }
+    }
+}

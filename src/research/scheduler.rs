@@ -394,6 +394,8 @@ mod tests {
                 closing: String::new(),
                 references: Vec::new(),
                 markdown: String::new(),
+                language: String::new(),
+                untranslated: 0,
             })),
         });
         let s = fold(events);

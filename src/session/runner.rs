@@ -826,12 +826,12 @@ mod tests {
             ..RunOverrides::default()
         };
         assert_eq!(off.resolve(&saved).unwrap().support_judge, Some(0.0));
-        assert_eq!(s.fresh_evidence_pool, 1, "the loop's default");
-        let fresh = RunOverrides {
-            fresh_evidence_pool: Some(2),
+        assert_eq!(s.fresh_evidence_pool, 2, "the loop's default");
+        let best_matches = RunOverrides {
+            fresh_evidence_pool: Some(1),
             ..RunOverrides::default()
         };
-        assert_eq!(fresh.resolve(&saved).unwrap().fresh_evidence_pool, 2);
+        assert_eq!(best_matches.resolve(&saved).unwrap().fresh_evidence_pool, 1);
         assert!(s.judge_learnings, "learnings are judged at their nodes");
         let report_only = RunOverrides {
             judge_learnings: Some(false),

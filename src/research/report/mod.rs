@@ -17,6 +17,7 @@
 //! a URL by construction. They are numbered in order of first appearance and listed under
 //! *References*.
 
+mod language;
 mod needs;
 mod outline;
 mod prose;
@@ -78,6 +79,13 @@ pub struct Report {
     pub closing: String,
     pub references: Vec<Reference>,
     pub markdown: String,
+    /// The language the report was translated into (ISO 639-3, as `fra`), or empty: written
+    /// in the language of its sources ([`language`]).
+    #[serde(default)]
+    pub language: String,
+    /// Texts left as written because no translation passed the checks.
+    #[serde(default)]
+    pub untranslated: usize,
 }
 
 impl Report {
@@ -179,12 +187,17 @@ pub fn write(
     on_section: &mut dyn FnMut(usize, &str),
 ) -> Result<(Report, Vec<Completion>), ResearchError> {
     let outline = outline::outline(input, embedder)?;
-    let mut writer = Writer::new(
-        llm,
-        embedder,
-        dominant_script(input.query),
-        input.support_judge,
-    );
+    // A question in another language than English gets its report written and checked in
+    // the sources' words, then translated ([`language`]).
+    let lang = language::of_question(input.query);
+    let script = match lang {
+        Some(_) => {
+            let texts: Vec<&str> = input.learnings.iter().map(|l| l.text.as_str()).collect();
+            dominant_script(&texts.join(" "))
+        }
+        None => dominant_script(input.query),
+    };
+    let mut writer = Writer::new(llm, embedder, script, input.support_judge);
     let mut citations = Citations::default();
     // A learning with those merged into it (they say the same thing): its passages are all
     // theirs, and it cites them all.
@@ -222,6 +235,8 @@ pub fn write(
             closing: String::new(),
             references: Vec::new(),
             markdown: String::new(),
+            language: String::new(),
+            untranslated: 0,
         };
         report.markdown = render_markdown(&report);
         return Ok((report, writer.completions));
@@ -449,9 +464,18 @@ pub fn write(
         closing: String::new(),
         references: citations.references,
         markdown: String::new(),
+        language: String::new(),
+        untranslated: 0,
     };
+    let mut completions = writer.completions;
+    if let Some(lang) = lang {
+        let (calls, untranslated) = language::translate(llm, &mut report, lang)?;
+        completions.extend(calls);
+        report.language = lang.code().to_string();
+        report.untranslated = untranslated;
+    }
     report.markdown = render_markdown(&report);
-    Ok((report, writer.completions))
+    Ok((report, completions))
 }
 
 /// One model call of the report and where its output goes.
@@ -551,11 +575,24 @@ fn cite_marks(citations: &[usize]) -> String {
 }
 
 fn render_markdown(report: &Report) -> String {
+    let lang = whatlang::Lang::from_code(report.language.as_str());
+    let labels = language::labels(lang);
     let mut md = format!("# {}\n\n", escape_markdown(&report.title));
     md.push_str(&format!(
-        "*Question:* {}\n\n",
+        "*{}:* {}\n\n",
+        labels.question,
         escape_markdown(&report.query)
     ));
+    if lang.is_some() {
+        md.push_str(&format!("*{}", labels.translated));
+        if report.untranslated > 0 {
+            let note = labels
+                .untranslated
+                .replace("{n}", &report.untranslated.to_string());
+            md.push_str(&format!(" {note}"));
+        }
+        md.push_str("*\n\n");
+    }
     md.push_str(&format!(
         "{}{}\n\n",
         escape_markdown(&report.summary.text),
@@ -572,12 +609,12 @@ fn render_markdown(report: &Report) -> String {
         }
     }
     if !report.closing.is_empty() {
-        md.push_str("## What this means for you\n\n");
+        md.push_str(&format!("## {}\n\n", labels.for_you));
         md.push_str(&escape_markdown(&report.closing));
         md.push_str("\n\n");
     }
     if !report.references.is_empty() {
-        md.push_str("## References\n\n");
+        md.push_str(&format!("## {}\n\n", labels.references));
         for r in &report.references {
             let locator = escape_markdown(&r.target.locator());
             let link = match r.target.link() {
@@ -643,6 +680,8 @@ mod tests {
                 })
                 .collect(),
             markdown: String::new(),
+            language: String::new(),
+            untranslated: 0,
         };
         report.markdown = render_markdown(&report);
         let shared = format!("{}\n{}", report.markdown, report.to_html());

@@ -122,9 +122,19 @@ fn write_judged(
     needs: &[String],
     support_judge: Option<f32>,
 ) -> (Report, Vec<Completion>) {
+    write_asked(llm, f, needs, support_judge, "How should I brew tea?")
+}
+
+fn write_asked(
+    llm: &dyn Llm,
+    f: &Fixture,
+    needs: &[String],
+    support_judge: Option<f32>,
+    query: &str,
+) -> (Report, Vec<Completion>) {
     let persona = Persona::default();
     let input = ReportInput {
-        query: "How should I brew tea?",
+        query,
         persona: &persona,
         profile: "",
         needs,
@@ -663,4 +673,106 @@ fn a_paragraph_that_opens_on_a_word_pointing_back_is_asked_again() {
     for paragraph in report.markdown.split("\n\n") {
         assert!(!paragraph.starts_with("It "), "{}", report.markdown);
     }
+}
+
+/// A question asked in French gets its report written and checked in the sources' English,
+/// then translated text by text; a text no translation of which passes the checks stays as
+/// written, and the report says how many did. The labels are French.
+#[test]
+fn a_question_in_french_gets_a_report_in_french() {
+    const TRANSLATE: &str = "You translate one text of a research report into French";
+    let french: BTreeMap<&str, &str> = [
+        (
+            GREEN[0],
+            "Le thé vert est infusé entre 70 et 80 degrés pendant deux minutes.",
+        ),
+        (
+            GREEN[1],
+            "Le sencha japonais est étuvé peu après la cueillette pour rester vert.",
+        ),
+        (
+            GREEN[2],
+            "Le matcha est fouetté à partir de feuilles cultivées à l'ombre et réduites en poudre.",
+        ),
+        ("Brewing tea at home", "Infuser le thé chez soi"),
+    ]
+    .into_iter()
+    .collect();
+    let f = fixture(&[("How is green tea brewed?", GREEN)]);
+    let llm = Script::new(move |prompt| {
+        if !prompt.contains(TRANSLATE) {
+            return faithful(prompt);
+        }
+        let text = prompt
+            .split_once("Text:\n")
+            .map(|(_, t)| t.lines().next().unwrap_or(""))
+            .unwrap_or("");
+        // Sentence by sentence from the table; what it lacks comes back untranslated.
+        let out: Vec<String> = split_sentences(text)
+            .iter()
+            .map(|s| french.get(s.as_str()).map_or(s.clone(), |t| t.to_string()))
+            .collect();
+        json_text("text", &out.join(" "))
+    });
+    let query = "Comment faut-il préparer le thé vert à la maison ?";
+    let (report, _) = write_asked(&llm, &f, &[], None, query);
+    assert_eq!(report.language, "fra");
+    let md = &report.markdown;
+    assert!(md.starts_with("# Infuser le thé chez soi\n"), "{md}");
+    assert!(md.contains("*Question:* Comment faut-il"), "{md}");
+    assert!(md.contains("## Références"), "{md}");
+    assert!(
+        md.contains("Le thé vert est infusé entre 70 et 80 degrés"),
+        "{md}"
+    );
+    assert!(!md.contains("Green tea is brewed at 70"), "{md}");
+    // The heading ("Green tea", two words) reads the same in both languages and passes; no
+    // text was left in English, so the note says only where the report comes from.
+    assert_eq!(report.untranslated, 0, "{md}");
+    assert!(md.contains("*Traduit de l'anglais"), "{md}");
+    let asked = llm.prompts_with(TRANSLATE);
+    assert!(asked.iter().all(|p| p.contains("into French")));
+}
+
+/// A translation that drops a number is refused and asked again with the reason; a text that
+/// still fails stays as written, and the report counts it.
+#[test]
+fn a_translation_that_fails_its_checks_leaves_the_text_as_written() {
+    const TRANSLATE: &str = "You translate one text of a research report into French";
+    let f = fixture(&[("How is green tea brewed?", &GREEN[..1])]);
+    let llm = Script::new(|prompt| {
+        if prompt.contains(TRANSLATE) {
+            json_text(
+                "text",
+                "Le thé vert est infusé pendant quelques minutes à feu doux, comme il se doit.",
+            )
+        } else {
+            faithful(prompt)
+        }
+    });
+    let (report, _) = write_asked(
+        &llm,
+        &f,
+        &[],
+        None,
+        "Comment faut-il préparer le thé vert à la maison ?",
+    );
+    assert!(report.markdown.contains(GREEN[0]), "{}", report.markdown);
+    assert!(report.untranslated >= 1);
+    assert!(
+        report.markdown.contains("restent en anglais"),
+        "{}",
+        report.markdown
+    );
+    let retries: Vec<String> = llm
+        .prompts_with(TRANSLATE)
+        .into_iter()
+        .filter(|p| p.contains("Your last answer had these problems"))
+        .collect();
+    assert!(
+        retries
+            .iter()
+            .any(|p| p.contains("it leaves out the number(s) 70, 80")),
+        "{retries:?}"
+    );
 }

@@ -3,4 +3,13 @@ import type { Reference } from "./Reference";
 import type { ReportParagraph } from "./ReportParagraph";
 import type { ReportSection } from "./ReportSection";
 
-export type Report = { title: string, query: string, summary: ReportParagraph, sections: Array<ReportSection>, closing: string, references: Array<Reference>, markdown: string, };
+export type Report = { title: string, query: string, summary: ReportParagraph, sections: Array<ReportSection>, closing: string, references: Array<Reference>, markdown: string, 
+/**
+ * The language the report was translated into (ISO 639-3, as `fra`), or empty: written
+ * in the language of its sources ([`language`]).
+ */
+language: string, 
+/**
+ * Texts left as written because no translation passed the checks.
+ */
+untranslated: number, };

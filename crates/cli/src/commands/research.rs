@@ -52,7 +52,8 @@ pub struct ResearchArgs {
     support_judge: Option<f32>,
     /// How far down the ranking each node looks for passages no other node took, as a
     /// multiple of the passages it reads, 1 to 10; 1 reads the best matches, taken or not
-    /// [default: 1; 2 reads more distinct passages, but more of them off the question].
+    /// [default: 2; a passage from below the best matches must be as close to the question as
+    /// they are].
     #[arg(long, value_name = "N")]
     fresh_evidence_pool: Option<usize>,
     /// Leave the support judge to the report: do not also judge each learning at its research

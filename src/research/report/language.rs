@@ -1,0 +1,354 @@
+//! The report in the language of the question.
+//!
+//! The sources are read, and every sentence is checked, in the language of the sources: the
+//! local embedding model (all-MiniLM-L6-v2) and the support judge read English, and a small
+//! model writes best from facts in the words of its passages. So the report is written and
+//! checked as always, then each of its texts is translated by one small call (title, headings,
+//! paragraphs) and the translation is checked in code: it is in the question's language and
+//! writing system, keeps every number, is about as long, has no debris and repeats nothing.
+//! A text whose translation fails twice stays as written, and the report says how many did.
+//! The labels code writes (*Question*, *References*, …) come from a table for the languages
+//! listed in [`labels`], in English otherwise.
+
+use whatlang::Lang;
+
+use super::{Paragraph, Report, NEEDS_HEADING};
+use crate::checks::text::{
+    dominant_script, foreign_script, heading_debris, near_duplicates, sentence_debris,
+    split_sentences,
+};
+use crate::llm::{complete_schema, Completion, GenerationOptions, Llm, Message};
+use crate::research::ResearchError;
+
+/// The language a report for `query` is translated into: None for English, and for a question
+/// whose language the detector is not sure of (the report then stays as written). The
+/// detector's own "reliable" mark is too strict for a one-line question ("Comment
+/// l'imprimerie a-t-elle changé l'Europe ?" scores 0.57 and is not marked), so a confidence of
+/// [`MIN_CONFIDENCE`] is enough, unless the question has two of English's commonest words:
+/// an English question is never translated by a detector's slip.
+pub fn of_question(query: &str) -> Option<Lang> {
+    let info = whatlang::detect(query)?;
+    let english_words = query
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| ENGLISH_WORDS.contains(&w.to_lowercase().as_str()))
+        .count();
+    (info.lang() != Lang::Eng && info.confidence() >= MIN_CONFIDENCE && english_words < 2)
+        .then(|| info.lang())
+}
+
+/// The detector's confidence a question's language needs.
+const MIN_CONFIDENCE: f64 = 0.5;
+
+/// Words most English questions have one or two of, and few questions in other languages.
+const ENGLISH_WORDS: &[&str] = &[
+    "the", "how", "what", "which", "why", "who", "when", "where", "is", "are", "was", "were", "do",
+    "does", "did", "should", "can", "i", "my", "of", "to", "for", "and", "with",
+];
+
+/// The labels code writes into a report.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Labels {
+    pub question: &'static str,
+    pub for_you: &'static str,
+    pub references: &'static str,
+    /// Said under the question of a translated report.
+    pub translated: &'static str,
+    /// Said when `{n}` texts stayed as written.
+    pub untranslated: &'static str,
+}
+
+pub const ENGLISH: Labels = Labels {
+    question: "Question",
+    for_you: NEEDS_HEADING,
+    references: "References",
+    translated: "Translated from the English the sources were read and checked in.",
+    untranslated: "{n} texts are left in English: their translation did not pass the checks.",
+};
+
+/// The labels in `lang`, where the table has them.
+pub fn labels(lang: Option<Lang>) -> Labels {
+    match lang {
+        Some(Lang::Fra) => Labels {
+            question: "Question",
+            for_you: "Ce que cela signifie pour vous",
+            references: "Références",
+            translated: "Traduit de l'anglais, la langue dans laquelle les sources ont été lues et vérifiées.",
+            untranslated: "{n} textes restent en anglais : leur traduction n'a pas passé les vérifications.",
+        },
+        Some(Lang::Deu) => Labels {
+            question: "Frage",
+            for_you: "Was das für Sie bedeutet",
+            references: "Quellen",
+            translated: "Übersetzt aus dem Englischen, in dem die Quellen gelesen und geprüft wurden.",
+            untranslated: "{n} Texte bleiben auf Englisch: ihre Übersetzung hat die Prüfungen nicht bestanden.",
+        },
+        Some(Lang::Spa) => Labels {
+            question: "Pregunta",
+            for_you: "Qué significa esto para usted",
+            references: "Referencias",
+            translated: "Traducido del inglés, el idioma en que se leyeron y comprobaron las fuentes.",
+            untranslated: "{n} textos quedan en inglés: su traducción no pasó las comprobaciones.",
+        },
+        Some(Lang::Ita) => Labels {
+            question: "Domanda",
+            for_you: "Cosa significa per te",
+            references: "Riferimenti",
+            translated: "Tradotto dall'inglese, la lingua in cui le fonti sono state lette e verificate.",
+            untranslated: "{n} testi restano in inglese: la loro traduzione non ha superato i controlli.",
+        },
+        Some(Lang::Por) => Labels {
+            question: "Pergunta",
+            for_you: "O que isto significa para você",
+            references: "Referências",
+            translated: "Traduzido do inglês, a língua em que as fontes foram lidas e verificadas.",
+            untranslated: "{n} textos ficam em inglês: a tradução não passou nas verificações.",
+        },
+        Some(Lang::Nld) => Labels {
+            question: "Vraag",
+            for_you: "Wat dit voor u betekent",
+            references: "Bronnen",
+            translated: "Vertaald uit het Engels, waarin de bronnen zijn gelezen en gecontroleerd.",
+            untranslated: "{n} teksten blijven in het Engels: hun vertaling doorstond de controles niet.",
+        },
+        _ => ENGLISH,
+    }
+}
+
+/// Most characters of a translated text.
+const MAX_CHARS: usize = 1600;
+/// A translation this much shorter or longer than its text left something out or added it.
+const LENGTH_RATIO: (f32, f32) = (0.5, 2.2);
+/// Below this many words the detector cannot tell the language (a heading, a name).
+const DETECTABLE_WORDS: usize = 6;
+
+/// Why `translation` is not a faithful translation of `text` into `lang`, if it is not.
+pub fn translation_problem(
+    text: &str,
+    translation: &str,
+    lang: Lang,
+    query: &str,
+) -> Option<String> {
+    let t = translation.trim();
+    if t.is_empty() {
+        return Some("the answer was empty".into());
+    }
+    // A name may read the same in every language; three words and more are translated.
+    if t.eq_ignore_ascii_case(text.trim()) && t.split_whitespace().count() >= 3 {
+        return Some(format!("it is not translated into {}", lang.eng_name()));
+    }
+    let sentences = split_sentences(t);
+    // A heading or a title has no closing punctuation; its translation has none either.
+    let prose = text.trim_end().ends_with(['.', '!', '?', '"', ')', ':']);
+    let debris = if prose {
+        sentences.iter().find_map(|s| sentence_debris(s))
+    } else {
+        heading_debris(t)
+    };
+    if let Some(why) = debris {
+        return Some(why);
+    }
+    let refs: Vec<&str> = sentences.iter().map(String::as_str).collect();
+    if near_duplicates(&refs).into_iter().any(|d| d) {
+        return Some("it repeats a sentence".into());
+    }
+    let missing: Vec<String> = numbers(text)
+        .into_iter()
+        .filter(|n| !numbers(t).contains(n))
+        .collect();
+    if !missing.is_empty() {
+        return Some(format!(
+            "it leaves out the number(s) {}",
+            missing.join(", ")
+        ));
+    }
+    let ratio = t.chars().count() as f32 / text.trim().chars().count().max(1) as f32;
+    if ratio < LENGTH_RATIO.0 {
+        return Some("it leaves part of the text out; translate all of it".into());
+    }
+    if ratio > LENGTH_RATIO.1 {
+        return Some("it adds to the text; translate only what it says".into());
+    }
+    if let Some(word) = foreign_script(t, dominant_script(query), &[text]) {
+        return Some(format!("it has a word in another writing system: {word}"));
+    }
+    if t.split_whitespace().count() >= DETECTABLE_WORDS {
+        match whatlang::detect(t) {
+            Some(info) if info.lang() != lang && info.is_reliable() => {
+                return Some(format!("it is not in {}", lang.eng_name()));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The runs of digits in `text` ("1,000" is 1 and 000, as its translation "1 000" is).
+fn numbers(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// `text` translated into `lang` and checked, asked once more with the reasons; None when no
+/// answer passed.
+fn translate_one(
+    llm: &dyn Llm,
+    text: &str,
+    lang: Lang,
+    query: &str,
+    completions: &mut Vec<Completion>,
+) -> Result<Option<String>, ResearchError> {
+    let mut problems = String::new();
+    for _ in 0..2 {
+        let prompt = crate::prompts::render(
+            "report_translate",
+            minijinja::context! { language => lang.eng_name(), text, problems },
+        )?;
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"text": crate::llm::grammar::prose_string(1, MAX_CHARS)},
+            "required": ["text"],
+        });
+        // Room for a translation as long as the check allows, at about three characters a
+        // token for the languages the labels are in.
+        let max_tokens = (text.chars().count() as f32 * LENGTH_RATIO.1 / 3.0) as u32 + 32;
+        let reply = complete_schema::<serde_json::Value>(
+            llm,
+            vec![Message::user(prompt)],
+            GenerationOptions::greedy(max_tokens),
+            schema,
+        )?;
+        completions.push(reply.completion.clone());
+        let answer = reply
+            .parsed
+            .ok()
+            .and_then(|v| v.get("text").and_then(|t| t.as_str()).map(str::to_string))
+            .unwrap_or_default();
+        match translation_problem(text, &answer, lang, query) {
+            None => return Ok(Some(answer.trim().to_string())),
+            Some(why) => {
+                tracing::debug!("report: translation refused ({why}): {answer}");
+                problems = format!("- {why}");
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Translates the report's texts into `lang` (the model's calls run together) and returns the
+/// calls and how many texts stayed as written.
+pub(super) fn translate(
+    llm: &dyn Llm,
+    report: &mut Report,
+    lang: Lang,
+) -> Result<(Vec<Completion>, usize), ResearchError> {
+    let query = report.query.clone();
+    let table = labels(Some(lang));
+    // Every text, in reading order; the needs heading comes from the table when it has it.
+    let mut texts: Vec<String> = vec![report.title.clone(), report.summary.text.clone()];
+    for s in &report.sections {
+        texts.push(s.heading.clone());
+        texts.extend(s.paragraphs.iter().map(|p| p.text.clone()));
+    }
+    let results = crate::llm::map_concurrent(llm.parallelism(), &texts, |_, text| {
+        let mut completions = Vec::new();
+        if text.trim().is_empty() || (text == NEEDS_HEADING && table != ENGLISH) {
+            return Ok((None, completions));
+        }
+        // A title that fell back to the question is in the question's language already.
+        if text.trim() == query.trim() {
+            return Ok((Some(text.clone()), completions));
+        }
+        let translated = translate_one(llm, text, lang, &query, &mut completions)?;
+        Ok::<_, ResearchError>((translated, completions))
+    });
+    let mut all = Vec::new();
+    let mut translated = Vec::with_capacity(texts.len());
+    for r in results {
+        let (t, mut c) = r?;
+        all.append(&mut c);
+        translated.push(t);
+    }
+    let mut kept_english = 0;
+    let mut next = translated.into_iter().zip(texts);
+    let mut take = |into: &mut String| {
+        if let Some((t, original)) = next.next() {
+            match t {
+                Some(t) => *into = t,
+                None if original == NEEDS_HEADING => *into = table.for_you.to_string(),
+                None if !original.trim().is_empty() => kept_english += 1,
+                None => {}
+            }
+        }
+    };
+    take(&mut report.title);
+    take(&mut report.summary.text);
+    for s in &mut report.sections {
+        take(&mut s.heading);
+        for Paragraph { text, .. } in &mut s.paragraphs {
+            take(text);
+        }
+    }
+    Ok((all, kept_english))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_question_names_the_language_when_the_detector_is_sure() {
+        assert_eq!(
+            of_question("How did the printing press change Europe?"),
+            None
+        );
+        assert_eq!(
+            of_question("Comment l'imprimerie a-t-elle changé la vie en Europe ?"),
+            Some(Lang::Fra)
+        );
+        assert_eq!(
+            of_question("Wie hat der Buchdruck das Leben in Europa verändert?"),
+            Some(Lang::Deu)
+        );
+        assert_eq!(
+            of_question("¿Cómo cambió la imprenta la vida en Europa?"),
+            Some(Lang::Spa)
+        );
+    }
+
+    #[test]
+    fn a_translation_keeps_numbers_language_and_length() {
+        let fr = "Comment l'imprimerie a-t-elle changé la vie en Europe ?";
+        let text =
+            "Gutenberg printed the first Bible in Europe around 1455, using metal movable type.";
+        let good = "Gutenberg a imprimé la première Bible en Europe vers 1455, avec des caractères mobiles en métal.";
+        assert_eq!(translation_problem(text, good, Lang::Fra, fr), None);
+        let no_year = "Gutenberg a imprimé la première Bible en Europe, avec des caractères mobiles en métal.";
+        assert!(translation_problem(text, no_year, Lang::Fra, fr)
+            .unwrap()
+            .contains("1455"));
+        assert!(translation_problem(text, text, Lang::Fra, fr)
+            .unwrap()
+            .contains("not translated into French"));
+        let english =
+            "Around 1455, Gutenberg printed the first Bible of Europe with movable type of metal.";
+        assert!(translation_problem(text, english, Lang::Fra, fr)
+            .unwrap()
+            .contains("not in French"));
+        assert!(translation_problem(text, "Gutenberg 1455.", Lang::Fra, fr)
+            .unwrap()
+            .contains("leaves part"));
+        let cjk = "Gutenberg a imprimé la première Bible 圣经 en Europe vers 1455, avec des caractères en métal.";
+        assert!(translation_problem(text, cjk, Lang::Fra, fr)
+            .unwrap()
+            .contains("another writing system"));
+    }
+
+    #[test]
+    fn the_labels_are_in_the_question_language_where_the_table_has_it() {
+        assert_eq!(labels(Some(Lang::Fra)).references, "Références");
+        assert_eq!(labels(None), ENGLISH);
+        assert_eq!(labels(Some(Lang::Jpn)), ENGLISH);
+    }
+}
