@@ -708,6 +708,15 @@ mod tests {
     }
 
     fn run_on(llm: &ScriptedLlm, question: &str, evidence: &[Evidence]) -> Findings {
+        run_knowing(llm, question, evidence, Known::default())
+    }
+
+    fn run_knowing(
+        llm: &ScriptedLlm,
+        question: &str,
+        evidence: &[Evidence],
+        known: Known<'_>,
+    ) -> Findings {
         let persona = Persona::default();
         let ctx = NodeContext {
             query: "How should I brew tea?",
@@ -718,7 +727,7 @@ mod tests {
             current_date: "2026-11-22",
             leaf: true,
             support_judge: None,
-            known: Known::default(),
+            known,
         };
         research(llm, &WordsEmbedder, &ctx, evidence).unwrap().0
     }
@@ -783,22 +792,11 @@ mod tests {
         ];
         let texts = [GREEN];
         let vectors = WordsEmbedder.embed(&texts).unwrap();
-        let persona = Persona::default();
-        let ctx = NodeContext {
-            query: "How should I brew tea?",
-            question: "How should I brew tea?",
-            persona: &persona,
-            seen_tags: &[],
-            directives: "",
-            current_date: "2026-11-22",
-            leaf: true,
-            support_judge: None,
-            known: Known {
-                texts: &texts,
-                vectors: &vectors,
-            },
+        let known = Known {
+            texts: &texts,
+            vectors: &vectors,
         };
-        let f = research(&llm, &WordsEmbedder, &ctx, &ev).unwrap().0;
+        let f = run_knowing(&llm, "How should I brew tea?", &ev, known);
         assert_eq!(f.learnings, vec![(BLACK.to_string(), vec![1])]);
         let requests = llm.requests();
         let first = &requests[0].messages[0].content;
