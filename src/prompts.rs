@@ -83,10 +83,7 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../prompts/report_heading.md"),
     ),
     ("report_title", include_str!("../prompts/report_title.md")),
-    (
-        "report_translate",
-        include_str!("../prompts/report_translate.md"),
-    ),
+    ("translate", include_str!("../prompts/translate.md")),
     (
         "research_reflect",
         include_str!("../prompts/research_reflect.md"),
@@ -165,7 +162,8 @@ mod tests {
             assert!(
                 text.contains("best tent?")
                     || text.contains("A hiker.")
-                    || name.starts_with("report_") && text.contains("1.2 kg"),
+                    || (name.starts_with("report_") || *name == "translate")
+                        && text.contains("1.2 kg"),
                 "{name}"
             );
         }

@@ -122,6 +122,7 @@ fn a_small_model_writes_a_report_with_no_debris_and_no_repeats() {
     ];
     let input = ReportInput {
         query: "How should I brew tea at home?",
+        asked: "",
         persona: &persona,
         profile: "",
         needs: &needs,
@@ -329,7 +330,8 @@ fn a_question_in_french_gets_french_labels_and_checked_translations() {
     let (tree, learnings, evidence) = fixture();
     let persona = Persona::default();
     let input = ReportInput {
-        query: "Comment faut-il préparer le thé vert à la maison ?",
+        query: "How should I brew tea at home?",
+        asked: "Comment faut-il préparer le thé vert à la maison ?",
         persona: &persona,
         profile: "",
         needs: &[],

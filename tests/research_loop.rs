@@ -573,3 +573,66 @@ fn a_fresh_passage_below_the_relevance_floor_is_not_read() {
     let distinct: std::collections::BTreeSet<&String> = read.iter().collect();
     assert_eq!(distinct.len(), 3, "every tea passage is read: {read:?}");
 }
+
+/// A question asked in French is researched in English, the language the checks read (the
+/// session log keeps both), and its report is translated back: French labels, the question as
+/// asked, and each text the (scripted) model could not translate left as written and counted.
+#[test]
+fn a_question_in_french_is_researched_in_english_and_reported_in_french() {
+    let llm = ScriptedLlm::new();
+    let mut sources = Sources::new();
+    sources.push(Box::new(MemorySource::tea()));
+    let mut events = Collect::default();
+    let asked = "Comment faut-il infuser le thé à la maison ?";
+    let outcome = Researcher {
+        llm: &llm,
+        embedder: &BagOfWords,
+        sources: &mut sources,
+        interaction: &mut NeverAsk,
+        events: &mut events,
+        journal: &mut rudder::research::MemoryJournal::new(),
+        settings: settings(1, 2, f32::INFINITY),
+        embed_model: "bag-of-words".into(),
+    }
+    .run(&Brief {
+        query: asked.into(),
+        ..Brief::default()
+    })
+    .unwrap();
+    let started = events
+        .0
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::Started { query, asked, .. } => Some((query.clone(), asked.clone())),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(started, ("How should I brew tea?".into(), asked.into()));
+    assert_eq!(outcome.tree.nodes[0].question, "How should I brew tea?");
+    assert!(
+        !outcome.learnings.is_empty(),
+        "the English question finds the tea passages"
+    );
+    let report = &outcome.report;
+    assert_eq!(report.query, asked);
+    assert_eq!(report.language, "fra");
+    assert!(
+        report.markdown.contains(&format!("*Question:* {asked}")),
+        "{}",
+        report.markdown
+    );
+    assert!(
+        report.markdown.contains("## Références"),
+        "{}",
+        report.markdown
+    );
+    assert!(
+        report.untranslated > 0,
+        "the scripted model translates only the question"
+    );
+    assert!(
+        report.markdown.contains("restent en anglais"),
+        "{}",
+        report.markdown
+    );
+}

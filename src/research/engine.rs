@@ -122,7 +122,7 @@ impl Run<'_, '_> {
                     // A steering message arrived before the session closed: apply it first.
                     continue;
                 }
-                Step::Start => self.start(),
+                Step::Start => self.start()?,
                 Step::Clarify => self.clarify()?,
                 Step::Seed => self.seed()?,
                 Step::Steer(messages) => self.reflect(None, messages)?,
@@ -178,10 +178,27 @@ impl Run<'_, '_> {
         self.r.settings.depth
     }
 
-    /// Opens the session: what is researched, with what, on which date.
-    fn start(&mut self) {
+    /// Opens the session: what is researched, with what, on which date. A question in another
+    /// language than English is researched in English, the language the checks read
+    /// ([`report::language`](super::report::language)), and its report translated back.
+    fn start(&mut self) -> Result<(), ResearchError> {
+        let asked = self.brief.query.trim().to_string();
+        let mut translation = Vec::new();
+        let mut query = asked.clone();
+        if super::report::language::of_question(&asked).is_some() {
+            let (english, calls) =
+                super::report::language::question_in_english(self.r.llm, &asked)?;
+            translation = calls;
+            match english {
+                Some(english) => query = english,
+                None => {
+                    tracing::warn!("the question could not be put in English; researched as asked")
+                }
+            }
+        }
         let event = Event::Started {
-            query: self.brief.query.trim().to_string(),
+            asked: if query == asked { String::new() } else { asked },
+            query,
             depth: self.r.settings.depth,
             breadth: self.r.settings.breadth,
             sources: self.r.sources.names(),
@@ -192,6 +209,10 @@ impl Run<'_, '_> {
             profile: self.brief.profile.clone(),
         };
         self.emit(event);
+        for completion in &translation {
+            self.account(Stage::Research, completion);
+        }
+        Ok(())
     }
 
     /// Closes the session unless steering is waiting; returns whether it closed. The journal

@@ -78,6 +78,10 @@ pub enum Event {
         persona_text: String,
         #[serde(default)]
         profile: String,
+        /// The question as the user asked it, when it is researched in English (`query`)
+        /// and the report translated back; empty when it is researched as asked.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        asked: String,
     },
     /// A clarifying question before research (and the candidates dropped on the way).
     ClarifyAsked {

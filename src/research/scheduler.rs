@@ -144,6 +144,7 @@ mod tests {
             date: "2025-01-01".into(),
             persona_text: String::new(),
             profile: String::new(),
+            asked: String::new(),
         }
     }
 

@@ -24,6 +24,8 @@ use crate::sources::Evidence;
 pub struct ResearchState {
     pub started: bool,
     pub query: String,
+    /// The question as asked, when `query` is its English translation (else empty).
+    pub asked: String,
     pub profile: String,
     /// What the user said about themselves when starting.
     pub persona_text: String,
@@ -80,10 +82,12 @@ impl ResearchState {
                 date,
                 persona_text,
                 profile,
+                asked,
                 ..
             } => {
                 self.started = true;
                 self.query = query.clone();
+                self.asked = asked.clone();
                 self.model = model.clone();
                 self.date = date.clone();
                 self.persona_text = persona_text.clone();

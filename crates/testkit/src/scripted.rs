@@ -192,6 +192,29 @@ impl Llm for ScriptedLlm {
                 }
             };
             ("reflect", value)
+        } else if prompt.contains("You translate one text into") {
+            // The tea question in French, both ways; anything else comes back as it was,
+            // which the translation check refuses.
+            const PAIRS: &[(&str, &str)] = &[(
+                "Comment faut-il infuser le thé à la maison ?",
+                "How should I brew tea?",
+            )];
+            let text = after(prompt, "Text:")
+                .trim_start()
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            let out = PAIRS
+                .iter()
+                .find_map(|(fr, en)| {
+                    (text == *fr)
+                        .then_some(*en)
+                        .or((text == *en).then_some(*fr))
+                })
+                .unwrap_or(&text);
+            ("translate", json!({ "text": out }))
         } else if prompt.contains("Some of these learnings cannot be kept") {
             // A node's second try: nothing more in its passages.
             ("node_retry", json!({"learnings": [], "tags": []}))

@@ -15,7 +15,7 @@ use whatlang::Lang;
 use super::{Paragraph, Report, NEEDS_HEADING};
 use crate::checks::text::{
     dominant_script, foreign_script, heading_debris, near_duplicates, sentence_debris,
-    split_sentences,
+    split_sentences, Script,
 };
 use crate::llm::{complete_schema, Completion, GenerationOptions, Llm, Message};
 use crate::research::ResearchError;
@@ -126,7 +126,7 @@ pub fn translation_problem(
     text: &str,
     translation: &str,
     lang: Lang,
-    query: &str,
+    script: Script,
 ) -> Option<String> {
     let t = translation.trim();
     if t.is_empty() {
@@ -168,7 +168,7 @@ pub fn translation_problem(
     if ratio > LENGTH_RATIO.1 {
         return Some("it adds to the text; translate only what it says".into());
     }
-    if let Some(word) = foreign_script(t, dominant_script(query), &[text]) {
+    if let Some(word) = foreign_script(t, script, &[text]) {
         return Some(format!("it has a word in another writing system: {word}"));
     }
     if t.split_whitespace().count() >= DETECTABLE_WORDS {
@@ -196,13 +196,13 @@ fn translate_one(
     llm: &dyn Llm,
     text: &str,
     lang: Lang,
-    query: &str,
+    script: Script,
     completions: &mut Vec<Completion>,
 ) -> Result<Option<String>, ResearchError> {
     let mut problems = String::new();
     for _ in 0..2 {
         let prompt = crate::prompts::render(
-            "report_translate",
+            "translate",
             minijinja::context! { language => lang.eng_name(), text, problems },
         )?;
         let schema = serde_json::json!({
@@ -225,7 +225,7 @@ fn translate_one(
             .ok()
             .and_then(|v| v.get("text").and_then(|t| t.as_str()).map(str::to_string))
             .unwrap_or_default();
-        match translation_problem(text, &answer, lang, query) {
+        match translation_problem(text, &answer, lang, script) {
             None => return Ok(Some(answer.trim().to_string())),
             Some(why) => {
                 tracing::debug!("report: translation refused ({why}): {answer}");
@@ -236,6 +236,20 @@ fn translate_one(
     Ok(None)
 }
 
+/// The question in English, for the research to read and check English sources with: the
+/// embedding model and the support judge read English, and a French question retrieves
+/// "European integration" and the Congress of Berlin for the printing press. None when no
+/// translation passes the checks (the question is then researched as asked). Returns the
+/// call(s) made.
+pub fn question_in_english(
+    llm: &dyn Llm,
+    question: &str,
+) -> Result<(Option<String>, Vec<Completion>), ResearchError> {
+    let mut completions = Vec::new();
+    let english = translate_one(llm, question, Lang::Eng, Script::Latin, &mut completions)?;
+    Ok((english, completions))
+}
+
 /// Translates the report's texts into `lang` (the model's calls run together) and returns the
 /// calls and how many texts stayed as written.
 pub(super) fn translate(
@@ -244,6 +258,7 @@ pub(super) fn translate(
     lang: Lang,
 ) -> Result<(Vec<Completion>, usize), ResearchError> {
     let query = report.query.clone();
+    let script = dominant_script(&query);
     let table = labels(Some(lang));
     // Every text, in reading order; the needs heading comes from the table when it has it.
     let mut texts: Vec<String> = vec![report.title.clone(), report.summary.text.clone()];
@@ -260,7 +275,7 @@ pub(super) fn translate(
         if text.trim() == query.trim() {
             return Ok((Some(text.clone()), completions));
         }
-        let translated = translate_one(llm, text, lang, &query, &mut completions)?;
+        let translated = translate_one(llm, text, lang, script, &mut completions)?;
         Ok::<_, ResearchError>((translated, completions))
     });
     let mut all = Vec::new();
@@ -319,7 +334,7 @@ mod tests {
 
     #[test]
     fn a_translation_keeps_numbers_language_and_length() {
-        let fr = "Comment l'imprimerie a-t-elle changé la vie en Europe ?";
+        let fr = Script::Latin;
         let text =
             "Gutenberg printed the first Bible in Europe around 1455, using metal movable type.";
         let good = "Gutenberg a imprimé la première Bible en Europe vers 1455, avec des caractères mobiles en métal.";

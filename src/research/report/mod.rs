@@ -17,7 +17,7 @@
 //! a URL by construction. They are numbered in order of first appearance and listed under
 //! *References*.
 
-mod language;
+pub mod language;
 mod needs;
 mod outline;
 mod prose;
@@ -112,7 +112,11 @@ impl Report {
 
 /// What the writer works from.
 pub struct ReportInput<'a> {
+    /// The question researched (in English when `asked` is not empty).
     pub query: &'a str,
+    /// The question as the user asked it, when the research read it in English: the report
+    /// shows it and is translated into its language. Empty otherwise.
+    pub asked: &'a str,
     pub persona: &'a Persona,
     /// The query-aware profile as text (need, depth, tone, style), or empty.
     pub profile: &'a str,
@@ -189,7 +193,12 @@ pub fn write(
     let outline = outline::outline(input, embedder)?;
     // A question in another language than English gets its report written and checked in
     // the sources' words, then translated ([`language`]).
-    let lang = language::of_question(input.query);
+    let asked = if input.asked.is_empty() {
+        input.query
+    } else {
+        input.asked
+    };
+    let lang = language::of_question(asked);
     let script = match lang {
         Some(_) => {
             let texts: Vec<&str> = input.learnings.iter().map(|l| l.text.as_str()).collect();
@@ -226,7 +235,7 @@ pub fn write(
     if outline.summary.is_empty() {
         let mut report = Report {
             title: super::tree::one_line(input.query, 200),
-            query: input.query.to_string(),
+            query: asked.to_string(),
             summary: Paragraph {
                 text: NO_EVIDENCE.into(),
                 citations: Vec::new(),
@@ -456,7 +465,7 @@ pub fn write(
 
     let mut report = Report {
         title,
-        query: input.query.to_string(),
+        query: asked.to_string(),
         summary,
         sections,
         // The needs section says what this means for the reader; a free closing only

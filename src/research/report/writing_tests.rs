@@ -122,7 +122,7 @@ fn write_judged(
     needs: &[String],
     support_judge: Option<f32>,
 ) -> (Report, Vec<Completion>) {
-    write_asked(llm, f, needs, support_judge, "How should I brew tea?")
+    write_asked(llm, f, needs, support_judge, "")
 }
 
 fn write_asked(
@@ -130,11 +130,12 @@ fn write_asked(
     f: &Fixture,
     needs: &[String],
     support_judge: Option<f32>,
-    query: &str,
+    asked: &str,
 ) -> (Report, Vec<Completion>) {
     let persona = Persona::default();
     let input = ReportInput {
-        query,
+        query: "How should I brew tea?",
+        asked,
         persona: &persona,
         profile: "",
         needs,
@@ -152,6 +153,7 @@ fn plan_of(f: &Fixture) -> outline::Outline {
     let persona = Persona::default();
     let input = ReportInput {
         query: "How should I brew tea?",
+        asked: "",
         persona: &persona,
         profile: "",
         needs: &[],
@@ -680,7 +682,7 @@ fn a_paragraph_that_opens_on_a_word_pointing_back_is_asked_again() {
 /// written, and the report says how many did. The labels are French.
 #[test]
 fn a_question_in_french_gets_a_report_in_french() {
-    const TRANSLATE: &str = "You translate one text of a research report into French";
+    const TRANSLATE: &str = "You translate one text into French";
     let french: BTreeMap<&str, &str> = [
         (
             GREEN[0],
@@ -738,7 +740,7 @@ fn a_question_in_french_gets_a_report_in_french() {
 /// still fails stays as written, and the report counts it.
 #[test]
 fn a_translation_that_fails_its_checks_leaves_the_text_as_written() {
-    const TRANSLATE: &str = "You translate one text of a research report into French";
+    const TRANSLATE: &str = "You translate one text into French";
     let f = fixture(&[("How is green tea brewed?", &GREEN[..1])]);
     let llm = Script::new(|prompt| {
         if prompt.contains(TRANSLATE) {

@@ -25,6 +25,7 @@ impl Run<'_, '_> {
         };
         let input = report::ReportInput {
             query: &self.s.query,
+            asked: &self.s.asked,
             persona: &self.s.persona,
             profile: &self.s.profile,
             needs: &needs,
