@@ -61,7 +61,7 @@ pub const ENGLISH: Labels = Labels {
     question: "Question",
     for_you: NEEDS_HEADING,
     references: "References",
-    translated: "Translated from the English the sources were read and checked in.",
+    translated: "Translated by the local model from the English the sources were read and checked in; the translation may contain errors.",
     untranslated: "{n} texts are left in English: their translation did not pass the checks.",
 };
 
@@ -72,42 +72,42 @@ pub fn labels(lang: Option<Lang>) -> Labels {
             question: "Question",
             for_you: "Ce que cela signifie pour vous",
             references: "Références",
-            translated: "Traduit de l'anglais, la langue dans laquelle les sources ont été lues et vérifiées.",
+            translated: "Traduit par le modèle local depuis l'anglais, la langue dans laquelle les sources ont été lues et vérifiées ; la traduction peut contenir des erreurs.",
             untranslated: "{n} textes restent en anglais : leur traduction n'a pas passé les vérifications.",
         },
         Some(Lang::Deu) => Labels {
             question: "Frage",
             for_you: "Was das für Sie bedeutet",
             references: "Quellen",
-            translated: "Übersetzt aus dem Englischen, in dem die Quellen gelesen und geprüft wurden.",
+            translated: "Vom lokalen Modell übersetzt aus dem Englischen, in dem die Quellen gelesen und geprüft wurden; die Übersetzung kann Fehler enthalten.",
             untranslated: "{n} Texte bleiben auf Englisch: ihre Übersetzung hat die Prüfungen nicht bestanden.",
         },
         Some(Lang::Spa) => Labels {
             question: "Pregunta",
             for_you: "Qué significa esto para usted",
             references: "Referencias",
-            translated: "Traducido del inglés, el idioma en que se leyeron y comprobaron las fuentes.",
+            translated: "Traducido por el modelo local del inglés, el idioma en que se leyeron y comprobaron las fuentes; la traducción puede contener errores.",
             untranslated: "{n} textos quedan en inglés: su traducción no pasó las comprobaciones.",
         },
         Some(Lang::Ita) => Labels {
             question: "Domanda",
             for_you: "Cosa significa per te",
             references: "Riferimenti",
-            translated: "Tradotto dall'inglese, la lingua in cui le fonti sono state lette e verificate.",
+            translated: "Tradotto dal modello locale dall'inglese, la lingua in cui le fonti sono state lette e verificate; la traduzione può contenere errori.",
             untranslated: "{n} testi restano in inglese: la loro traduzione non ha superato i controlli.",
         },
         Some(Lang::Por) => Labels {
             question: "Pergunta",
             for_you: "O que isto significa para você",
             references: "Referências",
-            translated: "Traduzido do inglês, a língua em que as fontes foram lidas e verificadas.",
+            translated: "Traduzido pelo modelo local do inglês, a língua em que as fontes foram lidas e verificadas; a tradução pode conter erros.",
             untranslated: "{n} textos ficam em inglês: a tradução não passou nas verificações.",
         },
         Some(Lang::Nld) => Labels {
             question: "Vraag",
             for_you: "Wat dit voor u betekent",
             references: "Bronnen",
-            translated: "Vertaald uit het Engels, waarin de bronnen zijn gelezen en gecontroleerd.",
+            translated: "Door het lokale model vertaald uit het Engels, waarin de bronnen zijn gelezen en gecontroleerd; de vertaling kan fouten bevatten.",
             untranslated: "{n} teksten blijven in het Engels: hun vertaling doorstond de controles niet.",
         },
         _ => ENGLISH,
@@ -225,8 +225,15 @@ fn translate_one(
             .ok()
             .and_then(|v| v.get("text").and_then(|t| t.as_str()).map(str::to_string))
             .unwrap_or_default();
+        // A heading has no full stop, whatever its translation ends with.
+        let prose = text.trim_end().ends_with(['.', '!', '?', '"', ')', ':']);
+        let answer = if prose {
+            answer.trim().to_string()
+        } else {
+            answer.trim().trim_end_matches('.').trim_end().to_string()
+        };
         match translation_problem(text, &answer, lang, script) {
-            None => return Ok(Some(answer.trim().to_string())),
+            None => return Ok(Some(answer)),
             Some(why) => {
                 tracing::debug!("report: translation refused ({why}): {answer}");
                 problems = format!("- {why}");

@@ -731,7 +731,10 @@ fn a_question_in_french_gets_a_report_in_french() {
     // The heading ("Green tea", two words) reads the same in both languages and passes; no
     // text was left in English, so the note says only where the report comes from.
     assert_eq!(report.untranslated, 0, "{md}");
-    assert!(md.contains("*Traduit de l'anglais"), "{md}");
+    assert!(
+        md.contains("*Traduit par le modèle local depuis l'anglais"),
+        "{md}"
+    );
     let asked = llm.prompts_with(TRANSLATE);
     assert!(asked.iter().all(|p| p.contains("into French")));
 }
