@@ -42,6 +42,21 @@ fn run_over(
     interaction: &mut dyn Interaction,
     persona_text: &str,
 ) -> (Outcome, Vec<Event>) {
+    let brief = Brief {
+        query: "How should I brew tea?".into(),
+        persona_text: persona_text.into(),
+        ..Brief::default()
+    };
+    run_brief(source, llm, settings, interaction, &brief)
+}
+
+fn run_brief(
+    source: MemorySource,
+    llm: &ScriptedLlm,
+    settings: ResearchSettings,
+    interaction: &mut dyn Interaction,
+    brief: &Brief,
+) -> (Outcome, Vec<Event>) {
     let mut sources = Sources::new();
     sources.push(Box::new(source));
     let mut events = Collect::default();
@@ -55,13 +70,7 @@ fn run_over(
         settings,
         embed_model: "bag-of-words".into(),
     };
-    let outcome = researcher
-        .run(&Brief {
-            query: "How should I brew tea?".into(),
-            persona_text: persona_text.into(),
-            ..Brief::default()
-        })
-        .unwrap();
+    let outcome = researcher.run(brief).unwrap();
     (outcome, events.0.into_iter().map(|e| e.event).collect())
 }
 
@@ -579,30 +588,21 @@ fn a_fresh_passage_below_the_relevance_floor_is_not_read() {
 /// asked, and each text the (scripted) model could not translate left as written and counted.
 #[test]
 fn a_question_in_french_is_researched_in_english_and_reported_in_french() {
-    let llm = ScriptedLlm::new();
-    let mut sources = Sources::new();
-    sources.push(Box::new(MemorySource::tea()));
-    let mut events = Collect::default();
     let asked = "Comment faut-il infuser le thé à la maison ?";
-    let outcome = Researcher {
-        llm: &llm,
-        embedder: &BagOfWords,
-        sources: &mut sources,
-        interaction: &mut NeverAsk,
-        events: &mut events,
-        journal: &mut rudder::research::MemoryJournal::new(),
-        settings: settings(1, 2, f32::INFINITY),
-        embed_model: "bag-of-words".into(),
-    }
-    .run(&Brief {
+    let brief = Brief {
         query: asked.into(),
         ..Brief::default()
-    })
-    .unwrap();
+    };
+    let (outcome, events) = run_brief(
+        MemorySource::tea(),
+        &ScriptedLlm::new(),
+        settings(1, 2, f32::INFINITY),
+        &mut NeverAsk,
+        &brief,
+    );
     let started = events
-        .0
         .iter()
-        .find_map(|e| match &e.event {
+        .find_map(|e| match e {
             Event::Started { query, asked, .. } => Some((query.clone(), asked.clone())),
             _ => None,
         })
