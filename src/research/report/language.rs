@@ -137,9 +137,7 @@ pub fn translation_problem(
         return Some(format!("it is not translated into {}", lang.eng_name()));
     }
     let sentences = split_sentences(t);
-    // A heading or a title has no closing punctuation; its translation has none either.
-    let prose = text.trim_end().ends_with(['.', '!', '?', '"', ')', ':']);
-    let debris = if prose {
+    let debris = if is_prose(text) {
         sentences.iter().find_map(|s| sentence_debris(s))
     } else {
         heading_debris(t)
@@ -182,6 +180,12 @@ pub fn translation_problem(
     None
 }
 
+/// Whether `text` is prose (it ends as a sentence does), not a heading or a title, which have
+/// no closing punctuation and whose translations have none either.
+fn is_prose(text: &str) -> bool {
+    text.trim_end().ends_with(['.', '!', '?', '"', ')', ':'])
+}
+
 /// The runs of digits in `text` ("1,000" is 1 and 000, as its translation "1 000" is).
 fn numbers(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_ascii_digit())
@@ -205,11 +209,6 @@ fn translate_one(
             "translate",
             minijinja::context! { language => lang.eng_name(), text, problems },
         )?;
-        let schema = serde_json::json!({
-            "type": "object",
-            "properties": {"text": crate::llm::grammar::prose_string(1, MAX_CHARS)},
-            "required": ["text"],
-        });
         // Room for a translation as long as the check allows, at about three characters a
         // token for the languages the labels are in.
         let max_tokens = (text.chars().count() as f32 * LENGTH_RATIO.1 / 3.0) as u32 + 32;
@@ -217,7 +216,7 @@ fn translate_one(
             llm,
             vec![Message::user(prompt)],
             GenerationOptions::greedy(max_tokens),
-            schema,
+            super::prose::field_schema("text", 1, MAX_CHARS),
         )?;
         completions.push(reply.completion.clone());
         let answer = reply
@@ -226,8 +225,7 @@ fn translate_one(
             .and_then(|v| v.get("text").and_then(|t| t.as_str()).map(str::to_string))
             .unwrap_or_default();
         // A heading has no full stop, whatever its translation ends with.
-        let prose = text.trim_end().ends_with(['.', '!', '?', '"', ')', ':']);
-        let answer = if prose {
+        let answer = if is_prose(text) {
             answer.trim().to_string()
         } else {
             answer.trim().trim_end_matches('.').trim_end().to_string()

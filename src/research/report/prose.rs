@@ -90,7 +90,7 @@ pub(super) struct Writer<'a> {
     pub completions: Vec<Completion>,
 }
 
-fn field_schema(field: &str, min: usize, max: usize) -> serde_json::Value {
+pub(super) fn field_schema(field: &str, min: usize, max: usize) -> serde_json::Value {
     json!({
         "type": "object",
         "properties": {field: crate::llm::grammar::prose_string(min, max)},
