@@ -80,7 +80,8 @@ export RUDDER_TEST_MODELS_DIR="${RUDDER_TEST_MODELS_DIR:-$repo_root/.models}"
 # Do not set WEBKIT_DISABLE_COMPOSITING_MODE / WEBKIT_DISABLE_DMABUF_RENDERER here: with
 # WebKitGTK 2.50 under Xvfb they make WebDriver screenshots hang (the test unsets them).
 export NO_AT_BRIDGE=1
-xvfb-run -a -s "-screen 0 1920x1080x24" \
+# -noreset: a launch during the reset Xvfb does when its last client leaves cannot open the display.
+xvfb-run -a -s "-noreset -screen 0 1920x1080x24" \
   cargo test "${cargo_flags[@]}" --test e2e_window --test e2e_flow -- --ignored --nocapture --test-threads 1
 
 stage "done"
