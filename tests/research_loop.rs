@@ -276,8 +276,83 @@ fn what_this_means_for_you_is_written_only_for_a_reader_rudder_knows() {
     let (anonymous, _) = run_for(&ScriptedLlm::new(), settings(1, 2, 0.7), &mut NeverAsk, "");
     assert!(!anonymous.persona.checklist.is_empty());
     assert!(!needs_section(&anonymous), "{}", anonymous.report.markdown);
-    let (known, _) = run(&ScriptedLlm::new(), settings(1, 2, 0.7), &mut NeverAsk);
+    // A reader who said what they need.
+    let told = Brief {
+        query: "How should I brew tea?".into(),
+        persona_text: "A home cook who likes tea.".into(),
+        checklist: Some(vec!["Covers the cost of tea".into()]),
+        ..Brief::default()
+    };
+    let (known, _) = run_brief(
+        MemorySource::tea(),
+        &ScriptedLlm::new(),
+        settings(1, 2, 0.7),
+        &mut NeverAsk,
+        &told,
+    );
     assert!(needs_section(&known), "{}", known.report.markdown);
+}
+
+/// The needs section's text, or "" when the report has none.
+fn needs_text(outcome: &Outcome) -> String {
+    outcome
+        .report
+        .sections
+        .iter()
+        .filter(|s| s.heading == rudder::research::report::NEEDS_HEADING)
+        .flat_map(|s| s.paragraphs.iter().map(|p| p.text.clone()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn a_checklist_the_model_guessed_is_not_called_the_readers_needs() {
+    // The user said who they are, but nothing they need: the checklist the model guessed
+    // from the question steers the research, and the report does not tell them it is theirs.
+    let llm = ScriptedLlm::new();
+    let (outcome, events) = run(&llm, settings(1, 2, 0.7), &mut NeverAsk);
+    assert_eq!(llm.count("checklist"), 1);
+    let guessed = events
+        .iter()
+        .find_map(|e| match e {
+            Event::PersonaSeeded { guessed, .. } => Some(guessed.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(guessed, outcome.persona.checklist);
+    assert!(!guessed.is_empty());
+    let needs = needs_text(&outcome).to_lowercase();
+    for item in &guessed {
+        let label = rudder::research::report::need_label(item).to_lowercase();
+        assert!(!needs.contains(&label), "{label} in {needs}");
+    }
+}
+
+#[test]
+fn a_statement_of_the_users_becomes_a_need_only_for_a_question_it_bears_on() {
+    // Both are in the user's own words, so every profile carries both; only the kettle bears
+    // on brewing tea.
+    let brief = Brief {
+        query: "How should I brew tea?".into(),
+        profile: "Emphasize:\n- They said: I cook most evenings and bake bread on weekends.\n\
+                  - They said: I brew tea with a cheap electric kettle.\n"
+            .into(),
+        ..Brief::default()
+    };
+    let llm = ScriptedLlm::new();
+    let (outcome, _) = run_brief(
+        MemorySource::tea(),
+        &llm,
+        settings(1, 2, 0.7),
+        &mut NeverAsk,
+        &brief,
+    );
+    // Each statement against the question and the two contrast questions.
+    assert_eq!(llm.count("relevance"), 6);
+    let needs = needs_text(&outcome);
+    assert!(needs.contains("kettle"), "{}", outcome.report.markdown);
+    assert!(!needs.contains("bake bread"), "{}", outcome.report.markdown);
+    assert!(!outcome.report.markdown.contains("bake bread"));
 }
 
 #[test]
@@ -365,6 +440,7 @@ fn the_query_aware_profile_seeds_the_persona() {
             Event::PersonaSeeded {
                 persona,
                 from_profile,
+                ..
             } => Some((persona.clone(), *from_profile)),
             _ => None,
         })

@@ -103,6 +103,10 @@ pub enum Event {
     PersonaSeeded {
         persona: Persona,
         from_profile: bool,
+        /// Checklist items the model inferred from the question, not from anything the user
+        /// said: they steer the research, but the report does not call them the reader's needs.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        guessed: Vec<String>,
     },
     NodeAdded {
         id: usize,

@@ -160,6 +160,7 @@ mod tests {
         Event::PersonaSeeded {
             persona: Persona::default(),
             from_profile: false,
+            guessed: Vec::new(),
         }
     }
 

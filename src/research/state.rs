@@ -42,6 +42,9 @@ pub struct ResearchState {
     pub evidence: BTreeMap<String, Evidence>,
     pub tags: TagCounts,
     pub persona: Persona,
+    /// The persona's checklist items the model guessed from the question (see
+    /// [`Event::PersonaSeeded`]).
+    pub guessed_checklist: Vec<String>,
     /// Pauses per top-level direction (`None` is the root).
     pub pauses: HashMap<Option<usize>, u32>,
     pub total_pauses: u32,
@@ -109,8 +112,11 @@ impl ResearchState {
                 self.clarify_pending = None;
                 self.refined = Some((brief.clone(), checklist.clone()));
             }
-            Event::PersonaSeeded { persona, .. } => {
+            Event::PersonaSeeded {
+                persona, guessed, ..
+            } => {
                 self.persona = persona.clone();
+                self.guessed_checklist = guessed.clone();
                 self.seeded = true;
             }
             Event::PersonaUpdated { persona, .. } => self.persona = persona.clone(),

@@ -346,6 +346,19 @@ impl Llm for ScriptedLlm {
             ("heading", json!({"heading": format!("Notes on topic {n}")}))
         } else if prompt.contains("You write the title of a research report") {
             ("title", json!({"title": "What we learned about tea"}))
+        } else if prompt.contains("Would a careful advisor take this fact about the person") {
+            // A fact bears on a question that shares a word of four letters or more with it.
+            let words = |t: &str| -> Vec<String> {
+                t.split(|c: char| !c.is_alphanumeric())
+                    .filter(|w| w.len() >= 4)
+                    .map(str::to_lowercase)
+                    .collect()
+            };
+            let question = words(&line_after(prompt, "Question:"));
+            let fact = words(&line_after(prompt, "Fact:"));
+            let bears = fact.iter().any(|w| question.contains(w));
+            let p = if bears { [0.9, 0.1] } else { [0.1, 0.9] };
+            ("relevance", json!({ "probabilities": p }))
         } else if prompt.contains("You check a report against its source") {
             // The prose copies the facts, so their passages state it.
             ("support", json!({"probabilities": [0.9, 0.1]}))

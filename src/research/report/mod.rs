@@ -37,7 +37,7 @@ use crate::embed::Embedder;
 use crate::llm::{Completion, Llm};
 use crate::sources::{CitationTarget, Evidence};
 
-pub use needs::{need_label, needs_from, MAX_NEEDS, NOT_COVERED_OPENING};
+pub use needs::{need_label, needs_from, Need, MAX_NEEDS, NOT_COVERED_OPENING};
 pub use outline::{
     DUPLICATE_COSINE, NEED_MATCH_COSINE, OFF_TOPIC_SECTION, PARAGRAPH_LEARNINGS, SUMMARY_LEARNINGS,
 };

@@ -15,20 +15,30 @@ pub const MAX_NEEDS: usize = 8;
 /// only be noise. `Avoid` statements are the opposite of needs.
 const NEED_CRITERIA: &[&str] = &["emphasize", "emphasise", "need", "needs"];
 
+/// A need of the reader, and where it comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Need {
+    /// Said to the reader ("you have a knee injury") or as the checklist words it.
+    pub text: String,
+    /// In the user's own words (a statement of theirs the profile carries whatever the
+    /// question), not inferred for this question: whether it bears on the question is still
+    /// to be judged.
+    pub said: bool,
+}
+
 /// The needs of a profile (the `- statement` lines under its *Emphasize* criterion, as
-/// [`crate::profile::QueryProfile::to_prompt_text`] writes them) and the persona checklist,
-/// without repeats, at most [`MAX_NEEDS`].
-pub fn needs_from(profile: &str, checklist: &[String]) -> Vec<String> {
+/// [`crate::profile::QueryProfile::to_prompt_text`] writes them) and the given checklist
+/// items, without repeats, at most [`MAX_NEEDS`].
+pub fn needs_from(profile: &str, checklist: &[String]) -> Vec<Need> {
     let mut statements = Vec::new();
     let mut taking = false;
     for line in profile.lines() {
         let line = line.trim();
         if let Some(item) = line.strip_prefix("- ") {
-            if taking && !is_field(item) {
-                let item = item
-                    .strip_prefix(crate::profile::query_profile::SAID_PREFIX)
-                    .unwrap_or(item);
-                statements.push(to_reader(item.trim()));
+            let said = item.strip_prefix(crate::profile::query_profile::SAID_PREFIX);
+            let statement = said.unwrap_or(item).trim();
+            if taking && !is_field(statement) {
+                statements.push((to_reader(statement), said.is_some()));
             }
         } else if !line.is_empty() {
             // A criterion header ("Emphasize:") or another line ("Domain: work — …").
@@ -36,10 +46,10 @@ pub fn needs_from(profile: &str, checklist: &[String]) -> Vec<String> {
             taking = NEED_CRITERIA.contains(&header.as_str());
         }
     }
-    statements.extend(checklist.iter().cloned());
-    let mut out: Vec<String> = Vec::new();
+    statements.extend(checklist.iter().map(|c| (c.clone(), false)));
+    let mut out: Vec<Need> = Vec::new();
     let mut seen: Vec<BTreeSet<String>> = Vec::new();
-    for need in statements {
+    for (need, said) in statements {
         let need = need
             .trim()
             .trim_end_matches(['.', ';', ','])
@@ -51,13 +61,13 @@ pub fn needs_from(profile: &str, checklist: &[String]) -> Vec<String> {
             continue;
         }
         let words = content_words(&label);
-        let repeat = out.iter().any(|n| n.eq_ignore_ascii_case(&need))
+        let repeat = out.iter().any(|n| n.text.eq_ignore_ascii_case(&need))
             || seen
                 .iter()
                 .any(|w| *w == words || jaccard(w, &words) >= NEAR_DUPLICATE_JACCARD);
         if !repeat {
             seen.push(words);
-            out.push(need);
+            out.push(Need { text: need, said });
         }
         if out.len() == MAX_NEEDS {
             break;
@@ -310,8 +320,9 @@ mod tests {
             "Covers {json}".to_string(),
         ];
         let needs = needs_from(profile, &checklist);
+        assert!(needs.iter().all(|n| !n.said));
         assert_eq!(
-            needs,
+            needs.iter().map(|n| n.text.as_str()).collect::<Vec<_>>(),
             vec![
                 "you have a knee injury",
                 "you want shoes under $100",
@@ -371,8 +382,20 @@ mod tests {
             assert_eq!(to_reader(statement), said, "{statement}");
         }
         let profile = "Domain: hobby — runs\nEmphasize:\n- Preferred name: Maya\n- Role: \
-                       nurse\n- Has a knee injury\n";
-        assert_eq!(needs_from(profile, &[]), vec!["you have a knee injury"]);
+                       nurse\n- Has a knee injury\n- They said: I cook most evenings.\n";
+        assert_eq!(
+            needs_from(profile, &[]),
+            vec![
+                Need {
+                    text: "you have a knee injury".into(),
+                    said: false
+                },
+                Need {
+                    text: "I cook most evenings".into(),
+                    said: true
+                }
+            ]
+        );
     }
 
     #[test]

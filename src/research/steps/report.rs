@@ -2,6 +2,7 @@
 //! kept, written up with citations.
 
 use crate::checks::judge;
+use crate::profile::{relevance, ProfileError};
 use crate::research::engine::Run;
 use crate::research::events::{Event, Stage};
 use crate::research::report;
@@ -13,16 +14,7 @@ impl Run<'_, '_> {
     /// persona checklist at the end.
     pub(in crate::research) fn write_report(&mut self) -> Result<(), ResearchError> {
         let tree = self.reported_tree();
-        // *What this means for you* speaks to a reader Rudder knows something about: a
-        // profile from their history, or what they said (the brief's persona, pause answers).
-        // A checklist inferred from the question alone says nothing about them.
-        let knows_the_reader =
-            !self.s.profile.trim().is_empty() || !self.s.persona.text.trim().is_empty();
-        let needs = if knows_the_reader {
-            report::needs_from(&self.s.profile, &self.s.persona.checklist)
-        } else {
-            Vec::new()
-        };
+        let needs = self.readers_needs()?;
         let input = report::ReportInput {
             query: &self.s.query,
             asked: &self.s.asked,
@@ -53,6 +45,71 @@ impl Run<'_, '_> {
             report: Some(Box::new(report)),
         });
         Ok(())
+    }
+
+    /// The needs *What this means for you* answers: what the user said or their history
+    /// shows that bears on this question. A reader Rudder knows nothing about (no profile,
+    /// nothing they said) gets none. Checklist items the model guessed from the question are
+    /// not the reader's needs: listed as "not covered", they put words in the user's mouth
+    /// ("shoes that suit your cooking habits"). A statement in the user's own words is carried
+    /// by every profile, whatever the question; it becomes a need only when the relevance
+    /// judge finds it bears on this one (inferred statements were judged when the profile was
+    /// built).
+    fn readers_needs(&mut self) -> Result<Vec<String>, ResearchError> {
+        let knows_the_reader =
+            !self.s.profile.trim().is_empty() || !self.s.persona.text.trim().is_empty();
+        if !knows_the_reader {
+            return Ok(Vec::new());
+        }
+        let told: Vec<String> = self
+            .s
+            .persona
+            .checklist
+            .iter()
+            .filter(|item| !self.s.guessed_checklist.contains(item))
+            .cloned()
+            .collect();
+        let needs = report::needs_from(&self.s.profile, &told);
+        let said: Vec<&str> = needs
+            .iter()
+            .filter(|n| n.said)
+            .map(|n| n.text.as_str())
+            .collect();
+        if said.is_empty() {
+            return Ok(needs.into_iter().map(|n| n.text).collect());
+        }
+        let started = std::time::Instant::now();
+        let (judged, usage) =
+            relevance::relevance(self.r.llm, &self.s.query, &said).map_err(|e| match e {
+                ProfileError::Llm(e) => ResearchError::Llm(e),
+                ProfileError::Prompt(e) => ResearchError::Prompt(e),
+                ProfileError::Engine(e) => ResearchError::Engine(e),
+                other => ResearchError::Session(other.to_string()),
+            })?;
+        self.emit(Event::Usage {
+            stage: Stage::Report,
+            usage,
+            seconds: started.elapsed().as_secs_f64(),
+        });
+        let mut scores = judged.iter().map(relevance::Judged::score);
+        Ok(needs
+            .into_iter()
+            .filter(|need| {
+                let Some(score) = need.said.then(|| scores.next()).flatten() else {
+                    return true;
+                };
+                let bears = score >= relevance::RELEVANCE_THRESHOLD;
+                if !bears {
+                    tracing::info!(
+                        need = %need.text,
+                        relevance = score,
+                        "report: a statement of the user's that does not bear on this question is not a need"
+                    );
+                }
+                bears
+            })
+            .map(|n| n.text)
+            .collect())
     }
 
     /// The support judge's threshold for this run's chat model (None: off): the setting, else

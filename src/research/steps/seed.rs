@@ -11,11 +11,12 @@ use crate::research::ResearchError;
 impl Run<'_, '_> {
     /// Seeds the persona and plants the root.
     pub(in crate::research) fn seed(&mut self) -> Result<(), ResearchError> {
-        let persona = self.seed_persona()?;
+        let (persona, guessed) = self.seed_persona()?;
         let from_profile = !self.s.profile.is_empty();
         self.emit(Event::PersonaSeeded {
             persona,
             from_profile,
+            guessed,
         });
         self.plant_root();
         Ok(())
@@ -23,8 +24,8 @@ impl Run<'_, '_> {
 
     /// The persona from what the user said and what their history shows (the query-aware
     /// profile, with the statements they made on the "You" screen), so planning and scoring see both from the first step; its checklist from the
-    /// brief, the clarification, or else inferred by the model.
-    fn seed_persona(&mut self) -> Result<Persona, ResearchError> {
+    /// brief, the clarification, or else inferred by the model (those items returned too).
+    fn seed_persona(&mut self) -> Result<(Persona, Vec<String>), ResearchError> {
         let mut persona = self.s.persona.clone();
         // What the user told Rudder comes first and whole; what was inferred from their
         // history follows, clipped.
@@ -47,6 +48,7 @@ impl Run<'_, '_> {
                 tree::one_line(&refined, 500)
             ));
         }
+        let mut guessed = Vec::new();
         match &self.brief.checklist {
             Some(items) => {
                 persona.add_items(items);
@@ -59,9 +61,10 @@ impl Run<'_, '_> {
                     persona::infer_checklist(self.r.llm, &persona.text, &self.s.query)?;
                 self.account(Stage::Persona, &completion);
                 persona.add_items(&items);
+                guessed = persona.checklist.clone();
             }
         }
-        Ok(persona)
+        Ok((persona, guessed))
     }
 
     /// The query as node 0 and its task.

@@ -38,7 +38,12 @@ persona_text: string, profile: string,
  * The question as the user asked it, when it is researched in English (`query`)
  * and the report translated back; empty when it is researched as asked.
  */
-asked?: string, } | { "type": "clarify_asked", question: ClarifyQuestion, rejected: Array<Rejected>, } | { "type": "clarify_answered", turn: number, answer: ClarifyAnswer, } | { "type": "brief_refined", brief: string, checklist: Array<string>, turns: number, } | { "type": "persona_seeded", persona: Persona, from_profile: boolean, } | { "type": "node_added", id: number, parent: number | null, depth: number, question: string, origin: Origin, confidence: number, tags: Array<string>, 
+asked?: string, } | { "type": "clarify_asked", question: ClarifyQuestion, rejected: Array<Rejected>, } | { "type": "clarify_answered", turn: number, answer: ClarifyAnswer, } | { "type": "brief_refined", brief: string, checklist: Array<string>, turns: number, } | { "type": "persona_seeded", persona: Persona, from_profile: boolean, 
+/**
+ * Checklist items the model inferred from the question, not from anything the user
+ * said: they steer the research, but the report does not call them the reader's needs.
+ */
+guessed?: Array<string>, } | { "type": "node_added", id: number, parent: number | null, depth: number, question: string, origin: Origin, confidence: number, tags: Array<string>, 
 /**
  * Evidence the peek already found for it.
  */
