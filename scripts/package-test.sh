@@ -154,7 +154,7 @@ unshare --mount --propagation private bash -euo pipefail -c '
       xvfb-run -a -s "-noreset -screen 0 1920x1080x24" \
       /opt/rudder-test/e2e_window --ignored --test-threads 1 --nocapture 2>&1 | tee "$root/opt/rudder-test/e2e.log" |
       grep -v " INFO " || true
-  grep -q "^test result: ok. 2 passed" "$root/opt/rudder-test/e2e.log" || { echo "error: the installed window failed its tests" >&2; exit 1; }
+  grep -q "^test result: ok. 3 passed" "$root/opt/rudder-test/e2e.log" || { echo "error: the installed window failed its tests" >&2; exit 1; }
   grep "^first window:" "$root/opt/rudder-test/e2e.log" | tee -a "$results"
   # The same first window without WebDriver: launch to a viewable "Rudder" window.
   in_root apt-get install -y -qq --no-install-recommends x11-utils >/dev/null

@@ -277,6 +277,34 @@ fn keep_platform_caches_in(data_dir: &std::path::Path) {
     }
 }
 
+/// Exits with a plain message when no display can be opened (no `DISPLAY` or
+/// `WAYLAND_DISPLAY`, or one that does not answer), where Tauri's event loop would panic.
+fn require_a_display() {
+    #[cfg(target_os = "linux")]
+    if gtk::init().is_err() {
+        let named = ["WAYLAND_DISPLAY", "DISPLAY"]
+            .iter()
+            .filter_map(|v| {
+                std::env::var(v)
+                    .ok()
+                    .filter(|d| !d.is_empty())
+                    .map(|d| format!("{v}={d}"))
+            })
+            .collect::<Vec<_>>();
+        let which = if named.is_empty() {
+            "neither DISPLAY nor WAYLAND_DISPLAY is set".to_string()
+        } else {
+            format!("{} does not answer", named.join(", "))
+        };
+        tracing::error!(%which, "no display");
+        eprintln!(
+            "error: Rudder's window cannot open: no display ({which}).\n\
+             Without a display, the CLI runs the same research: rudder research \"QUESTION\""
+        );
+        std::process::exit(1);
+    }
+}
+
 fn main() {
     // Before any thread exists; see the function.
     rudder::embed::disable_onnx_telemetry_env();
@@ -295,6 +323,7 @@ fn main() {
         }
     };
     keep_platform_caches_in(&paths.data_dir);
+    require_a_display();
     let result = tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
         .setup(move |tauri_app| {

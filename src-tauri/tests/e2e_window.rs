@@ -321,3 +321,20 @@ async fn first_run_makes_its_data_folder_under_home_and_writes_nowhere_else() {
     );
     check_trace(&trace_log, &data, &[&home, &tmp]);
 }
+
+#[test]
+#[ignore = "needs a build of the app; run scripts/e2e.sh"]
+fn without_a_display_the_app_says_so_and_exits() {
+    let data = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(common::app_path())
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env("RUDDER_DATA_DIR", data.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no display"), "{stderr}");
+    assert!(stderr.contains("rudder research"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

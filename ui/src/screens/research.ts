@@ -780,6 +780,16 @@ function renderPersona(s: WorkspaceState): void {
                 'li',
                 { class: 'checklist-item' },
                 h('span', { class: 'item-text' }, c.item),
+                s.guessedChecklist.includes(c.item)
+                  ? h(
+                      'span',
+                      {
+                        class: 'detail guessed',
+                        title: 'Guessed from your question: it steers the research, and the report does not call it your need.',
+                      },
+                      ' (guessed)',
+                    )
+                  : null,
                 h('meter', {
                   class: 'coverage-meter',
                   min: 0,

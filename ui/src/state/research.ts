@@ -118,6 +118,9 @@ export interface WorkspaceState {
   breadth: number;
   brief: string | null;
   persona: Persona;
+  /** Checklist items the model guessed from the question: they steer the research, and the
+   * report does not call them the user's needs. */
+  guessedChecklist: string[];
   conversation: ConvItem[];
   nodes: Record<number, TreeNode>;
   /** Node ids in the order they were added. */
@@ -146,6 +149,7 @@ export function initialState(): WorkspaceState {
     breadth: 0,
     brief: null,
     persona: { text: '', checklist: [] },
+    guessedChecklist: [],
     conversation: [],
     nodes: {},
     nodeOrder: [],
@@ -276,6 +280,7 @@ export function reduce(state: WorkspaceState, env: Envelope): WorkspaceState {
       return s;
     case 'persona_seeded':
       s.persona = e.persona;
+      s.guessedChecklist = e.guessed ?? [];
       return s;
     case 'persona_updated': {
       s.persona = e.persona;

@@ -148,6 +148,21 @@ describe('research reducer', () => {
     );
   });
 
+  it('keeps which checklist items the model guessed from the question', () => {
+    const guessed = ['Covers the cost', 'Covers safety'];
+    const st = reduce(initialState(), {
+      seq: 0,
+      event: { type: 'persona_seeded', persona: { text: 'A home cook.', checklist: guessed }, from_profile: false, guessed },
+    } as Envelope);
+    expect(st.guessedChecklist).toEqual(guessed);
+    // A log written before the field existed: nothing is marked guessed.
+    const old = reduce(initialState(), {
+      seq: 0,
+      event: { type: 'persona_seeded', persona: { text: 'A home cook.', checklist: guessed }, from_profile: false },
+    } as Envelope);
+    expect(old.guessedChecklist).toEqual([]);
+  });
+
   it('records the pause answer, the persona update and steering', () => {
     const { phases } = fullRun();
     const st = live(phases.flat());
