@@ -330,11 +330,11 @@ fn a_checklist_the_model_guessed_is_not_called_the_readers_needs() {
 
 #[test]
 fn a_statement_of_the_users_becomes_a_need_only_for_a_question_it_bears_on() {
-    // Both are in the user's own words, so every profile carries both; only the kettle bears
-    // on brewing tea.
+    // A sentence of their custom instructions and one they told Rudder: every profile carries
+    // both, whatever the question; only the kettle bears on brewing tea.
     let brief = Brief {
         query: "How should I brew tea?".into(),
-        profile: "Emphasize:\n- They said: I cook most evenings and bake bread on weekends.\n\
+        profile: "Emphasize:\n- I cook most evenings and bake bread on weekends.\n\
                   - They said: I brew tea with a cheap electric kettle.\n"
             .into(),
         ..Brief::default()

@@ -20,10 +20,9 @@ const NEED_CRITERIA: &[&str] = &["emphasize", "emphasise", "need", "needs"];
 pub struct Need {
     /// Said to the reader ("you have a knee injury") or as the checklist words it.
     pub text: String,
-    /// In the user's own words (a statement of theirs the profile carries whatever the
-    /// question), not inferred for this question: whether it bears on the question is still
-    /// to be judged.
-    pub said: bool,
+    /// The profile statement it comes from, as the profile has it ("Has a knee injury"); None
+    /// for a checklist item.
+    pub statement: Option<String>,
 }
 
 /// The needs of a profile (the `- statement` lines under its *Emphasize* criterion, as
@@ -38,7 +37,7 @@ pub fn needs_from(profile: &str, checklist: &[String]) -> Vec<Need> {
             let said = item.strip_prefix(crate::profile::query_profile::SAID_PREFIX);
             let statement = said.unwrap_or(item).trim();
             if taking && !is_field(statement) {
-                statements.push((to_reader(statement), said.is_some()));
+                statements.push((to_reader(statement), Some(statement.to_string())));
             }
         } else if !line.is_empty() {
             // A criterion header ("Emphasize:") or another line ("Domain: work — …").
@@ -46,10 +45,10 @@ pub fn needs_from(profile: &str, checklist: &[String]) -> Vec<Need> {
             taking = NEED_CRITERIA.contains(&header.as_str());
         }
     }
-    statements.extend(checklist.iter().map(|c| (c.clone(), false)));
+    statements.extend(checklist.iter().map(|c| (c.clone(), None)));
     let mut out: Vec<Need> = Vec::new();
     let mut seen: Vec<BTreeSet<String>> = Vec::new();
-    for (need, said) in statements {
+    for (need, statement) in statements {
         let need = need
             .trim()
             .trim_end_matches(['.', ';', ','])
@@ -67,7 +66,10 @@ pub fn needs_from(profile: &str, checklist: &[String]) -> Vec<Need> {
                 .any(|w| *w == words || jaccard(w, &words) >= NEAR_DUPLICATE_JACCARD);
         if !repeat {
             seen.push(words);
-            out.push(Need { text: need, said });
+            out.push(Need {
+                text: need,
+                statement,
+            });
         }
         if out.len() == MAX_NEEDS {
             break;
@@ -320,7 +322,17 @@ mod tests {
             "Covers {json}".to_string(),
         ];
         let needs = needs_from(profile, &checklist);
-        assert!(needs.iter().all(|n| !n.said));
+        assert_eq!(
+            needs
+                .iter()
+                .map(|n| n.statement.as_deref())
+                .collect::<Vec<_>>(),
+            vec![
+                Some("Has a knee injury"),
+                Some("Wants shoes under $100"),
+                None
+            ]
+        );
         assert_eq!(
             needs.iter().map(|n| n.text.as_str()).collect::<Vec<_>>(),
             vec![
@@ -388,11 +400,11 @@ mod tests {
             vec![
                 Need {
                     text: "you have a knee injury".into(),
-                    said: false
+                    statement: Some("Has a knee injury".into())
                 },
                 Need {
                     text: "I cook most evenings".into(),
-                    said: true
+                    statement: Some("I cook most evenings.".into())
                 }
             ]
         );

@@ -51,10 +51,10 @@ impl Run<'_, '_> {
     /// shows that bears on this question. A reader Rudder knows nothing about (no profile,
     /// nothing they said) gets none. Checklist items the model guessed from the question are
     /// not the reader's needs: listed as "not covered", they put words in the user's mouth
-    /// ("shoes that suit your cooking habits"). A statement in the user's own words is carried
-    /// by every profile, whatever the question; it becomes a need only when the relevance
-    /// judge finds it bears on this one (inferred statements were judged when the profile was
-    /// built).
+    /// ("shoes that suit your cooking habits"). Every profile carries the user's own
+    /// statements and custom instructions whatever the question, so a profile statement
+    /// becomes a need only when the relevance judge finds it bears on this question. (One the
+    /// profile inferred for this question was judged by the same prompt and passes again.)
     fn readers_needs(&mut self) -> Result<Vec<String>, ResearchError> {
         let knows_the_reader =
             !self.s.profile.trim().is_empty() || !self.s.persona.text.trim().is_empty();
@@ -70,17 +70,16 @@ impl Run<'_, '_> {
             .cloned()
             .collect();
         let needs = report::needs_from(&self.s.profile, &told);
-        let said: Vec<&str> = needs
+        let statements: Vec<&str> = needs
             .iter()
-            .filter(|n| n.said)
-            .map(|n| n.text.as_str())
+            .filter_map(|n| n.statement.as_deref())
             .collect();
-        if said.is_empty() {
+        if statements.is_empty() {
             return Ok(needs.into_iter().map(|n| n.text).collect());
         }
         let started = std::time::Instant::now();
-        let (judged, usage) =
-            relevance::relevance(self.r.llm, &self.s.query, &said).map_err(|e| match e {
+        let (judged, usage) = relevance::relevance(self.r.llm, &self.s.query, &statements)
+            .map_err(|e| match e {
                 ProfileError::Llm(e) => ResearchError::Llm(e),
                 ProfileError::Prompt(e) => ResearchError::Prompt(e),
                 ProfileError::Engine(e) => ResearchError::Engine(e),
@@ -95,7 +94,7 @@ impl Run<'_, '_> {
         Ok(needs
             .into_iter()
             .filter(|need| {
-                let Some(score) = need.said.then(|| scores.next()).flatten() else {
+                let Some(score) = need.statement.as_ref().and_then(|_| scores.next()) else {
                     return true;
                 };
                 let bears = score >= relevance::RELEVANCE_THRESHOLD;
@@ -103,7 +102,7 @@ impl Run<'_, '_> {
                     tracing::info!(
                         need = %need.text,
                         relevance = score,
-                        "report: a statement of the user's that does not bear on this question is not a need"
+                        "report: a profile statement that does not bear on this question is not a need"
                     );
                 }
                 bears
