@@ -712,3 +712,35 @@ fn a_question_in_french_is_researched_in_english_and_reported_in_french() {
         report.markdown
     );
 }
+
+#[test]
+fn a_question_in_french_gets_its_clarifying_question_in_french() {
+    let brief = Brief {
+        query: "Comment faut-il infuser le thé à la maison ?".into(),
+        ..Brief::default()
+    };
+    let mut interaction = rudder::research::Scripted::new(Vec::new()).with_clarifications(vec![
+        rudder::research::interaction::ScriptedClarification::Reply("1".into()),
+    ]);
+    let mut settings = settings(1, 2, f32::INFINITY);
+    settings.clarify_turns = 1;
+    let (_, events) = run_brief(
+        MemorySource::tea(),
+        &ScriptedLlm::new(),
+        settings,
+        &mut interaction,
+        &brief,
+    );
+    let asked = &interaction.clarify_asked[0];
+    assert_eq!(
+        asked.question,
+        "Infusez-vous du thé pour vous-même chaque jour, ou pour des invités ?"
+    );
+    // "Both" has no translation the scripted model knows; one word may read the same.
+    assert_eq!(asked.options, ["Pour moi", "Pour des invités", "Both"]);
+    // The log holds what the user was shown.
+    assert!(events.iter().any(|e| matches!(
+        e,
+        Event::ClarifyAsked { question, .. } if question == asked
+    )));
+}

@@ -193,12 +193,21 @@ impl Llm for ScriptedLlm {
             };
             ("reflect", value)
         } else if prompt.contains("You translate one text into") {
-            // The tea question in French, both ways; anything else comes back as it was,
-            // which the translation check refuses.
-            const PAIRS: &[(&str, &str)] = &[(
-                "Comment faut-il infuser le thé à la maison ?",
-                "How should I brew tea?",
-            )];
+            // The tea question and the first clarifying question in French, both ways;
+            // anything else comes back as it was, which the translation check refuses for
+            // three words and more.
+            const PAIRS: &[(&str, &str)] = &[
+                (
+                    "Comment faut-il infuser le thé à la maison ?",
+                    "How should I brew tea?",
+                ),
+                (
+                    "Infusez-vous du thé pour vous-même chaque jour, ou pour des invités ?",
+                    "Do you brew tea for yourself every day, or for guests?",
+                ),
+                ("Pour moi", "For myself"),
+                ("Pour des invités", "For guests"),
+            ];
             let text = after(prompt, "Text:")
                 .trim_start()
                 .lines()

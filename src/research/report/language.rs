@@ -255,6 +255,34 @@ pub fn question_in_english(
     Ok((english, completions))
 }
 
+/// Short texts said to the user before the report (a clarifying question and its suggested
+/// answers), in the language of the question `asked`: each translated and checked as the
+/// report's texts are, and left in English when its translation fails twice. Unchanged when
+/// the question is in English. Returns the calls made.
+pub fn into_language_of(
+    llm: &dyn Llm,
+    asked: &str,
+    texts: &[String],
+) -> Result<(Vec<String>, Vec<Completion>), ResearchError> {
+    let Some(lang) = of_question(asked) else {
+        return Ok((texts.to_vec(), Vec::new()));
+    };
+    let script = dominant_script(asked);
+    let results = crate::llm::map_concurrent(llm.parallelism(), texts, |_, text| {
+        let mut completions = Vec::new();
+        let translated = translate_one(llm, text, lang, script, &mut completions)?;
+        Ok::<_, ResearchError>((translated.unwrap_or_else(|| text.clone()), completions))
+    });
+    let mut out = Vec::with_capacity(texts.len());
+    let mut all = Vec::new();
+    for r in results {
+        let (text, mut completions) = r?;
+        out.push(text);
+        all.append(&mut completions);
+    }
+    Ok((out, all))
+}
+
 /// Translates the report's texts into `lang` (the model's calls run together) and returns the
 /// calls and how many texts stayed as written.
 pub(super) fn translate(

@@ -57,6 +57,14 @@ impl Run<'_, '_> {
         for c in &proposal.completions {
             self.account(Stage::Clarify, c);
         }
+        let mut proposal = proposal;
+        if let Some(q) = proposal
+            .question
+            .as_mut()
+            .filter(|_| !self.s.asked.is_empty())
+        {
+            self.in_the_users_language(q)?;
+        }
         if let Some(q) = &proposal.question {
             self.emit(Event::ClarifyAsked {
                 question: q.clone(),
@@ -64,6 +72,29 @@ impl Run<'_, '_> {
             });
         }
         Ok(proposal.question)
+    }
+
+    /// A question researched in English is asked in the language the user asked it in: the
+    /// clarifying question and its suggested answers are translated (checked; a text whose
+    /// translation fails stays in English).
+    fn in_the_users_language(
+        &mut self,
+        question: &mut clarify::ClarifyQuestion,
+    ) -> Result<(), ResearchError> {
+        let texts: Vec<String> = std::iter::once(question.question.clone())
+            .chain(question.options.iter().cloned())
+            .collect();
+        let (translated, completions) =
+            crate::research::report::language::into_language_of(self.r.llm, &self.s.asked, &texts)?;
+        for c in &completions {
+            self.account(Stage::Clarify, c);
+        }
+        let mut translated = translated.into_iter();
+        if let Some(q) = translated.next() {
+            question.question = q;
+        }
+        question.options = translated.collect();
+        Ok(())
     }
 
     /// Ends the dialogue with the refined brief and checklist (the query itself when nothing
