@@ -276,11 +276,10 @@ fn what_this_means_for_you_is_written_only_for_a_reader_rudder_knows() {
     let (anonymous, _) = run_for(&ScriptedLlm::new(), settings(1, 2, 0.7), &mut NeverAsk, "");
     assert!(!anonymous.persona.checklist.is_empty());
     assert!(!needs_section(&anonymous), "{}", anonymous.report.markdown);
-    // A reader who said what they need.
+    // A reader who said something about themselves that bears on the question.
     let told = Brief {
         query: "How should I brew tea?".into(),
-        persona_text: "A home cook who likes tea.".into(),
-        checklist: Some(vec!["Covers the cost of tea".into()]),
+        persona_text: "I brew tea with a cheap electric kettle.".into(),
         ..Brief::default()
     };
     let (known, _) = run_brief(
@@ -291,6 +290,11 @@ fn what_this_means_for_you_is_written_only_for_a_reader_rudder_knows() {
         &told,
     );
     assert!(needs_section(&known), "{}", known.report.markdown);
+    assert!(
+        needs_text(&known).contains("kettle"),
+        "{}",
+        known.report.markdown
+    );
 }
 
 /// The needs section's text, or "" when the report has none.
@@ -306,11 +310,23 @@ fn needs_text(outcome: &Outcome) -> String {
 }
 
 #[test]
-fn a_checklist_the_model_guessed_is_not_called_the_readers_needs() {
-    // The user said who they are, but nothing they need: the checklist the model guessed
-    // from the question steers the research, and the report does not tell them it is theirs.
+fn a_checklist_the_model_guessed_from_a_profile_is_not_called_the_readers_needs() {
+    // Rudder knows the reader from their history only: the checklist the model guessed from
+    // the question and the profile steers the research, and the report does not tell them it
+    // is theirs. What the profile says that bears on the question is.
+    let brief = Brief {
+        query: "How should I brew tea?".into(),
+        profile: "Emphasize:\n- They said: I brew tea with a cheap electric kettle.\n".into(),
+        ..Brief::default()
+    };
     let llm = ScriptedLlm::new();
-    let (outcome, events) = run(&llm, settings(1, 2, 0.7), &mut NeverAsk);
+    let (outcome, events) = run_brief(
+        MemorySource::tea(),
+        &llm,
+        settings(1, 2, 0.7),
+        &mut NeverAsk,
+        &brief,
+    );
     assert_eq!(llm.count("checklist"), 1);
     let guessed = events
         .iter()
@@ -321,10 +337,21 @@ fn a_checklist_the_model_guessed_is_not_called_the_readers_needs() {
         .unwrap();
     assert_eq!(guessed, outcome.persona.checklist);
     assert!(!guessed.is_empty());
-    let needs = needs_text(&outcome).to_lowercase();
+    let needs = needs_text(&outcome);
+    assert!(needs.contains("kettle"), "{}", outcome.report.markdown);
+    // A need is named where its paragraph opens ("For the cost, …", "On the cost: …") or in
+    // the sentence listing what the sources do not cover.
+    let not_covered = needs
+        .split(rudder::research::report::NOT_COVERED_OPENING)
+        .nth(1)
+        .unwrap_or("");
     for item in &guessed {
-        let label = rudder::research::report::need_label(item).to_lowercase();
-        assert!(!needs.contains(&label), "{label} in {needs}");
+        let label = rudder::research::report::need_label(item);
+        assert!(
+            !needs.contains(&format!("For {label}")) && !needs.contains(&format!("On {label}:")),
+            "{label} in {needs}"
+        );
+        assert!(!not_covered.contains(&label), "{label} in {not_covered}");
     }
 }
 

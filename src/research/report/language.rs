@@ -136,6 +136,11 @@ pub fn translation_problem(
     if t.eq_ignore_ascii_case(text.trim()) && t.split_whitespace().count() >= 3 {
         return Some(format!("it is not translated into {}", lang.eng_name()));
     }
+    // The 1.5B model answered a clarifying question instead of translating it ("… est
+    // l'introduction de l'imprimante faciale.").
+    if text.trim_end().ends_with('?') && !t.ends_with(['?', '？', '؟']) {
+        return Some("the text is a question: translate it as a question, ending with a question mark, and do not answer it".into());
+    }
     let sentences = split_sentences(t);
     let debris = if is_prose(text) {
         sentences.iter().find_map(|s| sentence_debris(s))
@@ -387,6 +392,24 @@ mod tests {
         assert!(translation_problem(text, "Gutenberg 1455.", Lang::Fra, fr)
             .unwrap()
             .contains("leaves part"));
+        let question = "Which change in printing affected Europe the most?";
+        assert_eq!(
+            translation_problem(
+                question,
+                "Quel changement de l'imprimerie a le plus marqué l'Europe ?",
+                Lang::Fra,
+                fr
+            ),
+            None
+        );
+        assert!(translation_problem(
+            question,
+            "Le plus grand changement de l'imprimerie en Europe est la presse.",
+            Lang::Fra,
+            fr
+        )
+        .unwrap()
+        .contains("a question"));
         let cjk = "Gutenberg a imprimé la première Bible 圣经 en Europe vers 1455, avec des caractères en métal.";
         assert!(translation_problem(text, cjk, Lang::Fra, fr)
             .unwrap()

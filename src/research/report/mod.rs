@@ -120,8 +120,12 @@ pub struct ReportInput<'a> {
     pub persona: &'a Persona,
     /// The query-aware profile as text (need, depth, tone, style), or empty.
     pub profile: &'a str,
-    /// What the reader needs (see [`needs_from`]): *What this means for you* answers each.
+    /// What the reader needs (see [`needs_from`]): *What this means for you* answers each
+    /// with the findings that meet it.
     pub needs: &'a [String],
+    /// Topics the user asked the report to cover (the checklist they gave): the findings on
+    /// them stay in the body, and *What this means for you* names those no finding answers.
+    pub aspects: &'a [String],
     pub tree: &'a Tree,
     pub learnings: &'a [Learning],
     pub evidence: &'a BTreeMap<String, Evidence>,
@@ -306,6 +310,9 @@ pub fn write(
     for need in &outline.needs {
         if need.learnings.is_empty() {
             uncovered.push(need.label.clone());
+            continue;
+        }
+        if need.aspect {
             continue;
         }
         jobs.push(Job {

@@ -20,15 +20,14 @@ const NEED_CRITERIA: &[&str] = &["emphasize", "emphasise", "need", "needs"];
 pub struct Need {
     /// Said to the reader ("you have a knee injury") or as the checklist words it.
     pub text: String,
-    /// The profile statement it comes from, as the profile has it ("Has a knee injury"); None
-    /// for a checklist item.
-    pub statement: Option<String>,
+    /// The statement it comes from, as the profile or the user has it ("Has a knee injury").
+    pub statement: String,
 }
 
 /// The needs of a profile (the `- statement` lines under its *Emphasize* criterion, as
-/// [`crate::profile::QueryProfile::to_prompt_text`] writes them) and the given checklist
-/// items, without repeats, at most [`MAX_NEEDS`].
-pub fn needs_from(profile: &str, checklist: &[String]) -> Vec<Need> {
+/// [`crate::profile::QueryProfile::to_prompt_text`] writes them) and the sentences the user
+/// wrote about themselves (`told`), without repeats, at most [`MAX_NEEDS`].
+pub fn needs_from(profile: &str, told: &[String]) -> Vec<Need> {
     let mut statements = Vec::new();
     let mut taking = false;
     for line in profile.lines() {
@@ -37,7 +36,7 @@ pub fn needs_from(profile: &str, checklist: &[String]) -> Vec<Need> {
             let said = item.strip_prefix(crate::profile::query_profile::SAID_PREFIX);
             let statement = said.unwrap_or(item).trim();
             if taking && !is_field(statement) {
-                statements.push((to_reader(statement), Some(statement.to_string())));
+                statements.push((to_reader(statement), statement.to_string()));
             }
         } else if !line.is_empty() {
             // A criterion header ("Emphasize:") or another line ("Domain: work — …").
@@ -45,7 +44,11 @@ pub fn needs_from(profile: &str, checklist: &[String]) -> Vec<Need> {
             taking = NEED_CRITERIA.contains(&header.as_str());
         }
     }
-    statements.extend(checklist.iter().map(|c| (c.clone(), None)));
+    statements.extend(
+        told.iter()
+            .filter(|t| !is_field(t))
+            .map(|t| (to_reader(t.trim()), t.trim().to_string())),
+    );
     let mut out: Vec<Need> = Vec::new();
     let mut seen: Vec<BTreeSet<String>> = Vec::new();
     for (need, statement) in statements {
@@ -313,24 +316,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn needs_come_from_emphasis_and_the_checklist_without_repeats() {
+    fn needs_come_from_emphasis_and_what_the_user_wrote_without_repeats() {
         let profile = "Domain: hobby — runs on weekends\nEmphasize:\n- Has a knee injury\n- \
                        Wants shoes under $100\nAvoid:\n- racing spikes\nTone:\n- casual\n";
-        let checklist = vec![
-            "Covers the cost of running shoes".to_string(),
-            "covers the cost of running shoes".to_string(),
-            "Covers {json}".to_string(),
+        let told = vec![
+            "I run three times a week.".to_string(),
+            "i run three times a week".to_string(),
+            "Role: nurse".to_string(),
+            "I want {json}".to_string(),
         ];
-        let needs = needs_from(profile, &checklist);
+        let needs = needs_from(profile, &told);
         assert_eq!(
             needs
                 .iter()
-                .map(|n| n.statement.as_deref())
+                .map(|n| n.statement.as_str())
                 .collect::<Vec<_>>(),
             vec![
-                Some("Has a knee injury"),
-                Some("Wants shoes under $100"),
-                None
+                "Has a knee injury",
+                "Wants shoes under $100",
+                "I run three times a week."
             ]
         );
         assert_eq!(
@@ -338,7 +342,7 @@ mod tests {
             vec![
                 "you have a knee injury",
                 "you want shoes under $100",
-                "Covers the cost of running shoes"
+                "I run three times a week"
             ]
         );
     }
@@ -400,11 +404,11 @@ mod tests {
             vec![
                 Need {
                     text: "you have a knee injury".into(),
-                    statement: Some("Has a knee injury".into())
+                    statement: "Has a knee injury".into()
                 },
                 Need {
                     text: "I cook most evenings".into(),
-                    statement: Some("I cook most evenings.".into())
+                    statement: "I cook most evenings.".into()
                 }
             ]
         );

@@ -92,6 +92,9 @@ pub(super) struct PlannedSection {
 pub(super) struct PlannedNeed {
     pub label: String,
     pub learnings: Vec<usize>,
+    /// A topic the user asked the report to cover ([`ReportInput::aspects`]), not a fact
+    /// about them: its learnings stay in the body, and only an uncovered one is named.
+    pub aspect: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -161,7 +164,13 @@ pub(super) fn outline(
         .flat_map(|s| s.2.iter().copied())
         .filter(|&l| l < input.learnings.len())
         .collect();
-    let labels: Vec<String> = input.needs.iter().map(|n| need_label(n)).collect();
+    // The reader's needs, then the topics they asked for.
+    let labels: Vec<String> = input
+        .needs
+        .iter()
+        .chain(input.aspects)
+        .map(|n| need_label(n))
+        .collect();
     let tidy: Vec<String> = candidates
         .iter()
         .map(|&l| tidy_sentence(&input.learnings[l].text))
@@ -376,10 +385,11 @@ pub(super) fn outline(
     // not called uncovered.)
     let need_start = (candidates.len() + 1).min(vectors.len());
     let need_vectors = &vectors[need_start..(need_start + labels.len()).min(vectors.len())];
+    let reader_needs = input.needs.len().min(need_vectors.len());
     let mut answers: Vec<Vec<(f32, usize)>> = vec![Vec::new(); labels.len()];
     for s in &sections {
         for &l in &s.2 {
-            let best = need_vectors
+            let best = need_vectors[..reader_needs]
                 .iter()
                 .enumerate()
                 .map(|(n, v)| (n, cosine(vector(l), v)))
@@ -389,18 +399,32 @@ pub(super) fn outline(
                     answers[n].push((score, l));
                 }
             }
+            // A topic asked for is answered by any finding close enough, which stays put.
+            for (a, v) in need_vectors.iter().enumerate().skip(reader_needs) {
+                let score = cosine(vector(l), v);
+                if score >= NEED_MATCH_COSINE {
+                    answers[a].push((score, l));
+                }
+            }
         }
     }
     let mut needs = Vec::new();
     let mut given: Vec<usize> = Vec::new();
-    for (label, mut found) in labels.into_iter().zip(answers) {
+    for (n, (label, mut found)) in labels.into_iter().zip(answers).enumerate() {
         found.sort_by(|a, b| b.0.total_cmp(&a.0));
         found.truncate(NEED_LEARNINGS);
         // Tree order reads better than score order.
         let mut learnings: Vec<usize> = found.into_iter().map(|(_, l)| l).collect();
         learnings.sort_by_key(|l| kept.iter().position(|k| k == l));
-        given.extend(&learnings);
-        needs.push(PlannedNeed { label, learnings });
+        let aspect = n >= reader_needs;
+        if !aspect {
+            given.extend(&learnings);
+        }
+        needs.push(PlannedNeed {
+            label,
+            learnings,
+            aspect,
+        });
     }
     for s in &mut sections {
         s.2.retain(|l| !given.contains(l));

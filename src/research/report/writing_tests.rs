@@ -132,6 +132,17 @@ fn write_asked(
     support_judge: Option<f32>,
     asked: &str,
 ) -> (Report, Vec<Completion>) {
+    write_full(llm, f, needs, &[], support_judge, asked)
+}
+
+fn write_full(
+    llm: &dyn Llm,
+    f: &Fixture,
+    needs: &[String],
+    aspects: &[String],
+    support_judge: Option<f32>,
+    asked: &str,
+) -> (Report, Vec<Completion>) {
     let persona = Persona::default();
     let input = ReportInput {
         query: "How should I brew tea?",
@@ -139,6 +150,7 @@ fn write_asked(
         persona: &persona,
         profile: "",
         needs,
+        aspects,
         tree: &f.tree,
         learnings: &f.learnings,
         evidence: &f.evidence,
@@ -157,6 +169,7 @@ fn plan_of(f: &Fixture) -> outline::Outline {
         persona: &persona,
         profile: "",
         needs: &[],
+        aspects: &[],
         tree: &f.tree,
         learnings: &f.learnings,
         evidence: &f.evidence,
@@ -463,6 +476,40 @@ fn needs_get_their_findings_or_one_plain_sentence() {
     );
     assert!(last.citations.is_empty());
     assert!(report.markdown.contains("## What this means for you"));
+}
+
+#[test]
+fn topics_asked_for_keep_their_findings_in_the_body_and_only_uncovered_ones_are_named() {
+    // The same three as the needs above, given as topics the report should cover (a
+    // clarification's checklist): the Assam finding stays in its section.
+    let f = fixture(&[
+        ("How is green tea brewed?", GREEN),
+        ("What about black tea?", BLACK),
+    ]);
+    let llm = Script::new(faithful);
+    let aspects = vec![
+        "Covers where black tea is grown in India".to_string(),
+        "Covers flying cars".to_string(),
+        "Covers electric bicycles".to_string(),
+    ];
+    let (report, _) = write_full(&llm, &f, &[], &aspects, None, "");
+    assert_clean(&report);
+    let (last, body) = report.sections.split_last().unwrap();
+    assert_eq!(last.heading, NEEDS_HEADING);
+    assert_eq!(
+        last.paragraphs
+            .iter()
+            .map(|p| p.text.as_str())
+            .collect::<Vec<_>>(),
+        ["The sources found do not cover: flying cars; electric bicycles."]
+    );
+    assert!(
+        body.iter()
+            .flat_map(|s| &s.paragraphs)
+            .any(|p| p.text.contains("Assam")),
+        "{}",
+        report.markdown
+    );
 }
 
 #[test]

@@ -14,13 +14,14 @@ impl Run<'_, '_> {
     /// persona checklist at the end.
     pub(in crate::research) fn write_report(&mut self) -> Result<(), ResearchError> {
         let tree = self.reported_tree();
-        let needs = self.readers_needs()?;
+        let (needs, aspects) = self.readers_needs()?;
         let input = report::ReportInput {
             query: &self.s.query,
             asked: &self.s.asked,
             persona: &self.s.persona,
             profile: &self.s.profile,
             needs: &needs,
+            aspects: &aspects,
             tree: &tree,
             learnings: &self.s.learnings,
             evidence: &self.s.evidence,
@@ -47,35 +48,41 @@ impl Run<'_, '_> {
         Ok(())
     }
 
-    /// The needs *What this means for you* answers: what the user said or their history
-    /// shows that bears on this question. A reader Rudder knows nothing about (no profile,
-    /// nothing they said) gets none. Checklist items the model guessed from the question are
-    /// not the reader's needs: listed as "not covered", they put words in the user's mouth
-    /// ("shoes that suit your cooking habits"). Every profile carries the user's own
-    /// statements and custom instructions whatever the question, so a profile statement
-    /// becomes a need only when the relevance judge finds it bears on this question. (One the
-    /// profile inferred for this question was judged by the same prompt and passes again.)
-    fn readers_needs(&mut self) -> Result<Vec<String>, ResearchError> {
+    /// What *What this means for you* speaks to: the reader's needs and the topics they asked
+    /// the report to cover. A reader Rudder knows nothing about (no profile, nothing they
+    /// said) gets neither.
+    ///
+    /// The needs are facts about the reader that bear on this question: the profile's
+    /// statements and the sentences the user wrote about themselves for this question. Every
+    /// profile carries the user's own statements and custom instructions whatever the
+    /// question, so each is put to the relevance judge ("I cook most evenings" is no need of a
+    /// running-shoe question); one the profile inferred for this question was judged by the
+    /// same prompt and passes again.
+    ///
+    /// The topics are the checklist items the user gave (the brief, the clarification, a pause
+    /// answer), or that the model guessed from what they said about themselves. Their findings
+    /// stay in the body. Items guessed from a history profile are neither: listed as "not
+    /// covered", they put words in the user's mouth ("shoes that suit your cooking habits").
+    fn readers_needs(&mut self) -> Result<(Vec<String>, Vec<String>), ResearchError> {
         let knows_the_reader =
             !self.s.profile.trim().is_empty() || !self.s.persona.text.trim().is_empty();
         if !knows_the_reader {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         }
-        let told: Vec<String> = self
+        let described_themselves = !self.s.persona_text.trim().is_empty();
+        let aspects: Vec<String> = self
             .s
             .persona
             .checklist
             .iter()
-            .filter(|item| !self.s.guessed_checklist.contains(item))
+            .filter(|item| described_themselves || !self.s.guessed_checklist.contains(item))
             .cloned()
             .collect();
+        let told = crate::checks::text::split_sentences(&self.s.persona_text);
         let needs = report::needs_from(&self.s.profile, &told);
-        let statements: Vec<&str> = needs
-            .iter()
-            .filter_map(|n| n.statement.as_deref())
-            .collect();
+        let statements: Vec<&str> = needs.iter().map(|n| n.statement.as_str()).collect();
         if statements.is_empty() {
-            return Ok(needs.into_iter().map(|n| n.text).collect());
+            return Ok((Vec::new(), aspects));
         }
         let started = std::time::Instant::now();
         let (judged, usage) = relevance::relevance(self.r.llm, &self.s.query, &statements)
@@ -90,25 +97,23 @@ impl Run<'_, '_> {
             usage,
             seconds: started.elapsed().as_secs_f64(),
         });
-        let mut scores = judged.iter().map(relevance::Judged::score);
-        Ok(needs
+        let needs = needs
             .into_iter()
-            .filter(|need| {
-                let Some(score) = need.statement.as_ref().and_then(|_| scores.next()) else {
-                    return true;
-                };
-                let bears = score >= relevance::RELEVANCE_THRESHOLD;
+            .zip(judged)
+            .filter(|(need, judged)| {
+                let bears = judged.score() >= relevance::RELEVANCE_THRESHOLD;
                 if !bears {
                     tracing::info!(
                         need = %need.text,
-                        relevance = score,
-                        "report: a profile statement that does not bear on this question is not a need"
+                        relevance = judged.score(),
+                        "report: a statement that does not bear on this question is not a need"
                     );
                 }
                 bears
             })
-            .map(|n| n.text)
-            .collect())
+            .map(|(need, _)| need.text)
+            .collect();
+        Ok((needs, aspects))
     }
 
     /// The support judge's threshold for this run's chat model (None: off): the setting, else

@@ -92,8 +92,17 @@ impl Live {
                 self.bar
                     .set_message("inferring what you expect the report to cover");
             }
-            Event::PersonaSeeded { persona, .. } => {
-                self.line("checklist:".into());
+            Event::PersonaSeeded {
+                persona, guessed, ..
+            } => {
+                // Guessed items steer the research; the report does not call them the user's.
+                self.line(
+                    if !guessed.is_empty() && guessed.len() == persona.checklist.len() {
+                        "checklist (guessed from the question):".into()
+                    } else {
+                        "checklist:".into()
+                    },
+                );
                 for item in &persona.checklist {
                     self.line(format!("  - {}", one_line(item, 110)));
                 }
