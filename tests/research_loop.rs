@@ -297,6 +297,22 @@ fn what_this_means_for_you_is_written_only_for_a_reader_rudder_knows() {
     );
 }
 
+/// The tea question for a reader known only by their profile, researched one level deep.
+fn run_with_profile(llm: &ScriptedLlm, profile: &str) -> (Outcome, Vec<Event>) {
+    let brief = Brief {
+        query: "How should I brew tea?".into(),
+        profile: profile.into(),
+        ..Brief::default()
+    };
+    run_brief(
+        MemorySource::tea(),
+        llm,
+        settings(1, 2, 0.7),
+        &mut NeverAsk,
+        &brief,
+    )
+}
+
 /// The needs section's text, or "" when the report has none.
 fn needs_text(outcome: &Outcome) -> String {
     outcome
@@ -314,18 +330,10 @@ fn a_checklist_the_model_guessed_from_a_profile_is_not_called_the_readers_needs(
     // Rudder knows the reader from their history only: the checklist the model guessed from
     // the question and the profile steers the research, and the report does not tell them it
     // is theirs. What the profile says that bears on the question is.
-    let brief = Brief {
-        query: "How should I brew tea?".into(),
-        profile: "Emphasize:\n- They said: I brew tea with a cheap electric kettle.\n".into(),
-        ..Brief::default()
-    };
     let llm = ScriptedLlm::new();
-    let (outcome, events) = run_brief(
-        MemorySource::tea(),
+    let (outcome, events) = run_with_profile(
         &llm,
-        settings(1, 2, 0.7),
-        &mut NeverAsk,
-        &brief,
+        "Emphasize:\n- They said: I brew tea with a cheap electric kettle.\n",
     );
     assert_eq!(llm.count("checklist"), 1);
     let guessed = events
@@ -359,20 +367,11 @@ fn a_checklist_the_model_guessed_from_a_profile_is_not_called_the_readers_needs(
 fn a_statement_of_the_users_becomes_a_need_only_for_a_question_it_bears_on() {
     // A sentence of their custom instructions and one they told Rudder: every profile carries
     // both, whatever the question; only the kettle bears on brewing tea.
-    let brief = Brief {
-        query: "How should I brew tea?".into(),
-        profile: "Emphasize:\n- I cook most evenings and bake bread on weekends.\n\
-                  - They said: I brew tea with a cheap electric kettle.\n"
-            .into(),
-        ..Brief::default()
-    };
     let llm = ScriptedLlm::new();
-    let (outcome, _) = run_brief(
-        MemorySource::tea(),
+    let (outcome, _) = run_with_profile(
         &llm,
-        settings(1, 2, 0.7),
-        &mut NeverAsk,
-        &brief,
+        "Emphasize:\n- I cook most evenings and bake bread on weekends.\n\
+         - They said: I brew tea with a cheap electric kettle.\n",
     );
     // Each statement against the question and the two contrast questions.
     assert_eq!(llm.count("relevance"), 6);

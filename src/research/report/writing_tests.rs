@@ -440,18 +440,25 @@ fn a_model_that_cannot_write_leaves_the_learnings_own_words() {
     assert_eq!(report.title, "How should I brew tea?");
 }
 
-#[test]
-fn needs_get_their_findings_or_one_plain_sentence() {
+/// Green and black tea, and three asks of the reader: one a finding answers (Assam), two
+/// nothing does.
+fn tea_and_three_asks() -> (Fixture, Vec<String>) {
     let f = fixture(&[
         ("How is green tea brewed?", GREEN),
         ("What about black tea?", BLACK),
     ]);
-    let llm = Script::new(faithful);
-    let needs = vec![
-        "Covers where black tea is grown in India".to_string(),
-        "Covers flying cars".to_string(),
-        "Covers electric bicycles".to_string(),
+    let asks = [
+        "Covers where black tea is grown in India",
+        "Covers flying cars",
+        "Covers electric bicycles",
     ];
+    (f, asks.map(String::from).to_vec())
+}
+
+#[test]
+fn needs_get_their_findings_or_one_plain_sentence() {
+    let (f, needs) = tea_and_three_asks();
+    let llm = Script::new(faithful);
     let (report, _) = write_with(&llm, &f, &needs);
     assert_clean(&report);
     let section = report.sections.last().unwrap();
@@ -482,16 +489,8 @@ fn needs_get_their_findings_or_one_plain_sentence() {
 fn topics_asked_for_keep_their_findings_in_the_body_and_only_uncovered_ones_are_named() {
     // The same three as the needs above, given as topics the report should cover (a
     // clarification's checklist): the Assam finding stays in its section.
-    let f = fixture(&[
-        ("How is green tea brewed?", GREEN),
-        ("What about black tea?", BLACK),
-    ]);
+    let (f, aspects) = tea_and_three_asks();
     let llm = Script::new(faithful);
-    let aspects = vec![
-        "Covers where black tea is grown in India".to_string(),
-        "Covers flying cars".to_string(),
-        "Covers electric bicycles".to_string(),
-    ];
     let (report, _) = write_full(&llm, &f, &[], &aspects, None, "");
     assert_clean(&report);
     let (last, body) = report.sections.split_last().unwrap();
