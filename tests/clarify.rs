@@ -77,6 +77,7 @@ fn question(turn: usize, text: &str, options: &[&str]) -> ClarifyQuestion {
         turn,
         question: text.into(),
         options: options.iter().map(|s| s.to_string()).collect(),
+        in_english: None,
     }
 }
 

@@ -201,6 +201,7 @@ fn relevance_threshold_separates_related_from_unrelated_questions() {
                     turn: 1,
                     question: q.to_string(),
                     options: o.iter().map(|s| s.to_string()).collect(),
+                    in_english: None,
                 };
                 let r = clarify::relevance(&embedder, &ctx, &candidate).unwrap();
                 let e = embedder.embed(&[&candidate_text(q, o)]).unwrap();

@@ -750,9 +750,10 @@ fn a_question_in_french_gets_its_clarifying_question_in_french() {
     ]);
     let mut settings = settings(1, 2, f32::INFINITY);
     settings.clarify_turns = 1;
+    let llm = ScriptedLlm::new();
     let (_, events) = run_brief(
         MemorySource::tea(),
-        &ScriptedLlm::new(),
+        &llm,
         settings,
         &mut interaction,
         &brief,
@@ -769,4 +770,49 @@ fn a_question_in_french_gets_its_clarifying_question_in_french() {
         e,
         Event::ClarifyAsked { question, .. } if question == asked
     )));
+    // The research reads the English the options were proposed in: the summary is told the
+    // user chose "For myself", not "Pour moi".
+    let english = asked
+        .in_english
+        .as_ref()
+        .expect("the English wording is kept");
+    assert_eq!(english.options, ["For myself", "For guests", "Both"]);
+    let summary = llm.prompts_of("clarify_summary");
+    assert_eq!(summary.len(), 1);
+    assert!(
+        summary[0]
+            .contains("Do you brew tea for yourself every day, or for guests? Answer: For myself"),
+        "{}",
+        summary[0]
+    );
+    assert!(!summary[0].contains("Pour moi"), "{}", summary[0]);
+}
+
+#[test]
+fn an_answer_written_in_french_reaches_the_summary_in_english() {
+    let brief = Brief {
+        query: "Comment faut-il infuser le thé à la maison ?".into(),
+        ..Brief::default()
+    };
+    let mut interaction = rudder::research::Scripted::new(Vec::new()).with_clarifications(vec![
+        rudder::research::interaction::ScriptedClarification::Reply("Pour des invités".into()),
+    ]);
+    let mut settings = settings(1, 2, f32::INFINITY);
+    settings.clarify_turns = 1;
+    let llm = ScriptedLlm::new();
+    let (_, events) = run_brief(
+        MemorySource::tea(),
+        &llm,
+        settings,
+        &mut interaction,
+        &brief,
+    );
+    // The log keeps the answer as the user wrote it …
+    assert!(events.iter().any(|e| matches!(
+        e,
+        Event::ClarifyAnswered { answer, .. } if answer.text == "Pour des invités"
+    )));
+    // … and the summary reads it in English.
+    let summary = llm.prompts_of("clarify_summary");
+    assert!(summary[0].contains("Answer: For guests"), "{}", summary[0]);
 }

@@ -18,6 +18,20 @@ pub struct ClarifyQuestion {
     pub question: String,
     /// 2–4 suggested answers, shown numbered from 1; the user may also write their own.
     pub options: Vec<String>,
+    /// When the question and its options were translated for a user who asked in another
+    /// language: the English they were proposed in, which the research reads (the English
+    /// embedding does not match a French option to the English passages it is about).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub in_english: Option<QuestionWording>,
+}
+
+/// A clarifying question's words: the question and its suggested answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct QuestionWording {
+    pub question: String,
+    pub options: Vec<String>,
 }
 
 /// The user's reply to a clarifying question.
@@ -203,17 +217,18 @@ fn turns_context<'t>(turns: impl IntoIterator<Item = &'t ClarifyTurn>) -> Vec<mi
     turns
         .into_iter()
         .map(|t| {
+            let asked = t.question.as_researched();
             let answer = if t.answer.is_skip() {
                 "(skipped)".to_string()
             } else {
-                let a = t.answer.describe(&t.question);
+                let a = t.answer.describe(&asked);
                 if a.is_empty() {
                     "(no answer)".to_string()
                 } else {
                     one_line(&a, ANSWER_PROMPT_CHARS)
                 }
             };
-            let question = one_line(&t.question.question, MAX_QUESTION_CHARS);
+            let question = one_line(&asked.question, MAX_QUESTION_CHARS);
             minijinja::context! { question => question, answer => answer }
         })
         .collect()
@@ -242,6 +257,7 @@ fn tidy(draft: QuestionDraft, turn: usize) -> Option<ClarifyQuestion> {
         turn,
         question,
         options,
+        in_english: None,
     })
 }
 
@@ -656,6 +672,20 @@ impl ClarifyAnswer {
 }
 
 impl ClarifyQuestion {
+    /// The question as the research reads it: in English when it was translated for the user
+    /// (the same numbered options, so the user's choices point at the same answers).
+    pub fn as_researched(&self) -> ClarifyQuestion {
+        match &self.in_english {
+            Some(w) if w.options.len() == self.options.len() => ClarifyQuestion {
+                turn: self.turn,
+                question: w.question.clone(),
+                options: w.options.clone(),
+                in_english: None,
+            },
+            _ => self.clone(),
+        }
+    }
+
     /// The question as shown in a terminal: the question, its numbered options and how to
     /// answer.
     pub fn render(&self) -> String {
@@ -680,6 +710,7 @@ mod tests {
             turn: 1,
             question: "Which tent?".into(),
             options: vec!["Light".into(), "Cheap".into()],
+            in_english: None,
         }
     }
 

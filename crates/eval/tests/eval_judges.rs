@@ -305,6 +305,7 @@ fn unusable_output_falls_back_to_going_on_and_to_skipping() {
         turn: 1,
         question: "Who do you brew for?".into(),
         options: vec!["Myself".into(), "Guests".into()],
+        in_english: None,
     };
     assert!(user.clarify(&q).unwrap().skip);
     assert!(user.log().iter().all(|e| match e {
@@ -319,6 +320,7 @@ fn clarifying_questions_get_valid_options_text_or_a_skip() {
         turn: 1,
         question: "Who do you brew for?".into(),
         options: vec!["Myself".into(), "Guests".into(), "Both".into()],
+        in_english: None,
     };
     let llm = user_llm(json!({
         "about_aspects": [3], "answer": "Mostly for my book club.", "choices": [2, 5], "skip": true,

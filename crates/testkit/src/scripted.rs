@@ -31,6 +31,8 @@ pub struct ScriptedLlm {
     pub in_flight: std::sync::atomic::AtomicUsize,
     pub peak: std::sync::atomic::AtomicUsize,
     pub calls: Mutex<Vec<&'static str>>,
+    /// Every prompt answered, with its kind, in order.
+    pub prompts: Mutex<Vec<(&'static str, String)>>,
 }
 
 impl Default for ScriptedLlm {
@@ -56,6 +58,7 @@ impl ScriptedLlm {
             in_flight: std::sync::atomic::AtomicUsize::new(0),
             peak: std::sync::atomic::AtomicUsize::new(0),
             calls: Mutex::new(Vec::new()),
+            prompts: Mutex::new(Vec::new()),
         }
     }
 
@@ -66,6 +69,17 @@ impl ScriptedLlm {
             .iter()
             .filter(|k| **k == kind)
             .count()
+    }
+
+    /// The prompts of one kind the model was given, in order.
+    pub fn prompts_of(&self, kind: &str) -> Vec<String> {
+        self.prompts
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, p)| p.clone())
+            .collect()
     }
 }
 
@@ -378,6 +392,10 @@ impl Llm for ScriptedLlm {
             )));
         };
         self.calls.lock().unwrap().push(kind);
+        self.prompts
+            .lock()
+            .unwrap()
+            .push((kind, prompt.to_string()));
         let mut text = value.to_string();
         let mut finish = FinishReason::Stop;
         if self.truncate.contains(&kind) {

@@ -36,6 +36,17 @@ pub fn of_question(query: &str) -> Option<Lang> {
         .then(|| info.lang())
 }
 
+/// Whether a short text the user wrote reads as English: the detector says so, or it has two
+/// of English's commonest words. A few words of French ("Pour des invités") are too short for
+/// the detector to be sure of, so a text is only taken for English on evidence.
+pub fn looks_english(text: &str) -> bool {
+    let english_words = text
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| ENGLISH_WORDS.contains(&w.to_lowercase().as_str()))
+        .count();
+    english_words >= 2 || whatlang::detect(text).is_some_and(|i| i.lang() == Lang::Eng)
+}
+
 /// The detector's confidence a question's language needs.
 const MIN_CONFIDENCE: f64 = 0.5;
 
@@ -368,6 +379,14 @@ mod tests {
             of_question("¿Cómo cambió la imprenta la vida en Europa?"),
             Some(Lang::Spa)
         );
+    }
+
+    #[test]
+    fn an_answer_is_taken_for_english_only_on_evidence() {
+        assert!(looks_english("For my guests, on weekends"));
+        assert!(looks_english("Mostly for my book club"));
+        assert!(!looks_english("Pour des invités"));
+        assert!(!looks_english("Für meine Familie am Wochenende"));
     }
 
     #[test]

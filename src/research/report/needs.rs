@@ -165,6 +165,22 @@ const LABEL_OPENERS: &[&str] = &[
     "mentions ",
     "describes ",
     "compares ",
+    // Checklist items a clarification summary writes as tasks ("Identifies the impact of …").
+    "identifies ",
+    "identify ",
+    "analyzes ",
+    "analyses ",
+    "analyze ",
+    "examines ",
+    "examine ",
+    "evaluates ",
+    "assesses ",
+    "explores ",
+    "investigates ",
+    "outlines ",
+    "highlights ",
+    "lists ",
+    "provides ",
     "wants ",
     "needs ",
     "prefers ",
@@ -421,5 +437,10 @@ mod tests {
         assert_eq!(need_label("Wants shoes under $100"), "shoes under $100");
         assert_eq!(need_label("Japan's tea farms"), "Japan's tea farms");
         assert_eq!(need_label("Budget under 50 euros"), "budget under 50 euros");
+        assert_eq!(
+            need_label("Identifies the impact of this technology on Europe."),
+            "the impact of this technology on Europe"
+        );
+        assert_eq!(need_label("Analyzes running costs"), "running costs");
     }
 }

@@ -89,12 +89,49 @@ impl Run<'_, '_> {
         for c in &completions {
             self.account(Stage::Clarify, c);
         }
+        if translated == texts {
+            return Ok(());
+        }
+        question.in_english = Some(clarify::QuestionWording {
+            question: question.question.clone(),
+            options: question.options.clone(),
+        });
         let mut translated = translated.into_iter();
         if let Some(q) = translated.next() {
             question.question = q;
         }
         question.options = translated.collect();
         Ok(())
+    }
+
+    /// The dialogue as the research reads it, for a question researched in English: each
+    /// question with the English options the user's choices point at, and an answer the user
+    /// wrote in another language put into English (one checked call; kept as written when
+    /// its translation fails). The brief and checklist are read by English embeddings, and a
+    /// checklist item copied from a French answer matches none of the English findings that
+    /// cover it.
+    fn turns_in_english(&mut self) -> Result<Vec<clarify::ClarifyTurn>, ResearchError> {
+        let mut turns = Vec::with_capacity(self.s.clarify_turns.len());
+        for t in self.s.clarify_turns.clone() {
+            let mut answer = t.answer.clone();
+            let written = answer.text.trim();
+            let english = crate::research::report::language::looks_english(written);
+            if !self.s.asked.is_empty() && !written.is_empty() && !english {
+                let (english, completions) =
+                    crate::research::report::language::question_in_english(self.r.llm, written)?;
+                for c in &completions {
+                    self.account(Stage::Clarify, c);
+                }
+                if let Some(english) = english {
+                    answer.text = english;
+                }
+            }
+            turns.push(clarify::ClarifyTurn {
+                question: t.question.as_researched(),
+                answer,
+            });
+        }
+        Ok(turns)
     }
 
     /// Ends the dialogue with the refined brief and checklist (the query itself when nothing
@@ -115,12 +152,13 @@ impl Run<'_, '_> {
             });
             return Ok(());
         }
+        let turns = self.turns_in_english()?;
         let ctx = ClarifyContext {
             query: &self.s.query,
             profile: &self.s.profile,
             persona_text: &self.s.persona_text,
         };
-        let (brief, checklist) = match clarify::summarise(self.r.llm, &ctx, &self.s.clarify_turns) {
+        let (brief, checklist) = match clarify::summarise(self.r.llm, &ctx, &turns) {
             Ok((refined, completion)) => {
                 self.account(Stage::Clarify, &completion);
                 (refined.brief, refined.checklist)
@@ -128,9 +166,7 @@ impl Run<'_, '_> {
             // The answers still count: they go into the brief as the user gave them.
             Err(ResearchError::Llm(e)) if e.is_unusable_output() => {
                 tracing::warn!("clarification summary unusable: {e}");
-                let answers: Vec<String> = self
-                    .s
-                    .clarify_turns
+                let answers: Vec<String> = turns
                     .iter()
                     .map(|t| t.answer.describe(&t.question))
                     .filter(|a| !a.trim().is_empty())

@@ -38,6 +38,7 @@ export type { PauseQuestion } from './PauseQuestion';
 export type { Persona } from './Persona';
 export type { Provenance } from './Provenance';
 export type { QueryProfileView } from './QueryProfileView';
+export type { QuestionWording } from './QuestionWording';
 export type { Recommendation } from './Recommendation';
 export type { Reference } from './Reference';
 export type { ReferenceView } from './ReferenceView';
