@@ -364,6 +364,65 @@ fn a_checklist_the_model_guessed_from_a_profile_is_not_called_the_readers_needs(
 }
 
 #[test]
+fn only_a_checklist_the_user_gave_is_named_as_not_covered() {
+    let not_covered = |outcome: &Outcome| {
+        needs_text(outcome)
+            .split(rudder::research::report::NOT_COVERED_OPENING)
+            .nth(1)
+            .unwrap_or("")
+            .to_string()
+    };
+    // The clarification's summary turns the answer into checklist items the model wrote
+    // ("Covers brewing for guests"): they steer the research, and the report does not call
+    // them the user's unanswered topics.
+    let mut interaction = rudder::research::Scripted::new(Vec::new()).with_clarifications(vec![
+        rudder::research::interaction::ScriptedClarification::Reply("2".into()),
+    ]);
+    let mut clarified = settings(1, 2, 0.7);
+    clarified.clarify_turns = 1;
+    let brief = Brief {
+        query: "How should I brew tea?".into(),
+        ..Brief::default()
+    };
+    let (outcome, _) = run_brief(
+        MemorySource::tea(),
+        &ScriptedLlm::new(),
+        clarified,
+        &mut interaction,
+        &brief,
+    );
+    assert!(outcome
+        .persona
+        .checklist
+        .iter()
+        .any(|c| c.contains("brewing for guests")));
+    assert!(
+        !outcome.report.markdown.contains("brewing for guests"),
+        "{}",
+        outcome.report.markdown
+    );
+    // The same topic in the checklist the user gave is theirs, and named when nothing covers
+    // it.
+    let brief = Brief {
+        query: "How should I brew tea?".into(),
+        checklist: Some(vec!["Covers brewing for guests".into()]),
+        ..Brief::default()
+    };
+    let (outcome, _) = run_brief(
+        MemorySource::tea(),
+        &ScriptedLlm::new(),
+        settings(1, 2, 0.7),
+        &mut NeverAsk,
+        &brief,
+    );
+    assert!(
+        not_covered(&outcome).contains("brewing for guests"),
+        "{}",
+        outcome.report.markdown
+    );
+}
+
+#[test]
 fn a_statement_of_the_users_becomes_a_need_only_for_a_question_it_bears_on() {
     // A sentence of their custom instructions and one they told Rudder: every profile carries
     // both, whatever the question; only the kettle bears on brewing tea.

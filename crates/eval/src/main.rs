@@ -802,8 +802,9 @@ fn relevance(
     let llm = rudder::llm::open_chat(&store, &ctx.settings, ctx.model.as_deref())?;
     let mut pairs = planted_pairs(&set);
     pairs.extend(shipped_pairs());
+    let embedder = open_embedder(ctx, &store)?;
     let progress = CountProgress::default();
-    let report = calibrate_relevance(llm.as_ref(), &pairs, &progress)?;
+    let report = calibrate_relevance(llm.as_ref(), Some(&embedder), &pairs, &progress)?;
     rudder_eval::relevance::write(out, &report)?;
     println!("{}", markdown(&report));
     Ok(ExitCode::SUCCESS)

@@ -44,6 +44,19 @@ pub struct ScoredRelevance {
     pub bias: f32,
     /// `probability - bias`: what the threshold is compared with.
     pub score: f32,
+    /// The statement's highest cosine to the question's facet lines (the model's guesses at
+    /// what this person may have said about themselves that matters here), when an embedder
+    /// was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facet_similarity: Option<f32>,
+}
+
+/// A score of the pairs beside the judge's, measured the same way.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OtherScore {
+    pub name: String,
+    pub calibration: Calibration,
+    pub auc: f32,
 }
 
 /// What one calibration measured.
@@ -59,6 +72,9 @@ pub struct RelevanceReport {
     /// Area under the ROC curve of the score and of P(yes) alone.
     pub auc: f32,
     pub auc_without_contrast: f32,
+    /// Facet similarity alone, and beside the judge's score, when an embedder was given.
+    #[serde(default)]
+    pub others: Vec<OtherScore>,
     pub usage: Usage,
     pub seconds: f64,
     pub scored: Vec<ScoredRelevance>,
@@ -112,6 +128,7 @@ pub fn planted_pairs(set: &PlantedSet) -> Vec<RelevancePair> {
 /// and calibrates the threshold.
 pub fn calibrate_relevance(
     llm: &dyn Llm,
+    embedder: Option<&dyn rudder::embed::Embedder>,
     pairs: &[RelevancePair],
     progress: &dyn rudder::history::Progress,
 ) -> Result<RelevanceReport, EvalError> {
@@ -134,12 +151,27 @@ pub fn calibrate_relevance(
                 message: e.to_string(),
             })?;
         usage += cost;
-        for (pair, j) in of_query.into_iter().zip(judged) {
+        let facet_similarity = match embedder {
+            Some(embedder) => {
+                let (similarity, cost) = facet_similarities(llm, embedder, query, &statements)
+                    .map_err(|message| EvalError::Run {
+                        case: query.to_string(),
+                        system: "relevance facets".into(),
+                        message,
+                    })?;
+                usage += cost;
+                similarity.into_iter().map(Some).collect()
+            }
+            None => vec![None; statements.len()],
+        };
+        for ((pair, j), facet_similarity) in of_query.into_iter().zip(judged).zip(facet_similarity)
+        {
             scored.push(ScoredRelevance {
                 pair: pair.clone(),
                 probability: j.probability,
                 bias: j.bias,
                 score: j.score(),
+                facet_similarity,
             });
         }
         progress.note(&format!(
@@ -161,6 +193,24 @@ pub fn calibrate_relevance(
     ));
     let auc = area_under_roc(&scored, |s| s.score);
     let auc_without_contrast = area_under_roc(&scored, |s| s.probability);
+    let mut others = Vec::new();
+    if scored.iter().all(|s| s.facet_similarity.is_some()) && !scored.is_empty() {
+        let facets = |s: &ScoredRelevance| s.facet_similarity.unwrap_or(0.0);
+        let both = |s: &ScoredRelevance| s.score + facets(s);
+        for (name, key) in [
+            (
+                "facet similarity",
+                &facets as &dyn Fn(&ScoredRelevance) -> f32,
+            ),
+            ("P(yes) - bias + facet similarity", &both),
+        ] {
+            others.push(OtherScore {
+                name: name.to_string(),
+                calibration: calibrate(&scored_pairs(labels(), scored.iter().map(key))),
+                auc: area_under_roc(&scored, key),
+            });
+        }
+    }
     Ok(RelevanceReport {
         model: llm.model_name().to_string(),
         pairs: scored.len(),
@@ -169,10 +219,50 @@ pub fn calibrate_relevance(
         calibration_without_contrast,
         auc,
         auc_without_contrast,
+        others,
         usage,
         seconds: started.elapsed().as_secs_f64(),
         scored,
     })
+}
+
+/// Each statement's highest cosine to the facet lines the model writes for `query` (the
+/// profile's facet probes: what this person may have told a chatbot about themselves that
+/// would change the answer).
+fn facet_similarities(
+    llm: &dyn Llm,
+    embedder: &dyn rudder::embed::Embedder,
+    query: &str,
+    statements: &[&str],
+) -> Result<(Vec<f32>, Usage), String> {
+    use rudder::profile::expand::{expand, facet_lines, Expansion};
+    let expanded = expand(llm, query, Expansion::Facets).map_err(|e| e.to_string())?;
+    // The expansion starts with the question; the facets are the lines after it.
+    let facets = facet_lines(
+        expanded
+            .text
+            .lines()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join("\n")
+            .as_str(),
+    );
+    if facets.is_empty() {
+        return Ok((vec![0.0; statements.len()], expanded.usage));
+    }
+    let facet_refs: Vec<&str> = facets.iter().map(String::as_str).collect();
+    let facet_vectors = embedder.embed(&facet_refs).map_err(|e| e.to_string())?;
+    let statement_vectors = embedder.embed(statements).map_err(|e| e.to_string())?;
+    let similarity = statement_vectors
+        .iter()
+        .map(|v| {
+            facet_vectors
+                .iter()
+                .map(|f| rudder::embed::cosine(v, f))
+                .fold(f32::MIN, f32::max)
+        })
+        .collect();
+    Ok((similarity, expanded.usage))
 }
 
 /// The chance that a relevant pair scores above an irrelevant one (ties count half).
@@ -197,7 +287,13 @@ pub fn markdown(r: &RelevanceReport) -> String {
             &r.calibration_without_contrast,
             r.auc_without_contrast,
         ),
-    ] {
+    ]
+    .into_iter()
+    .chain(
+        r.others
+            .iter()
+            .map(|o| (o.name.as_str(), &o.calibration, o.auc)),
+    ) {
         for (half, m) in [
             ("calibration", &cal.calibration),
             ("held out", &cal.held_out),

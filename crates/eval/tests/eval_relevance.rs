@@ -51,7 +51,9 @@ fn the_pairs_cover_every_planted_question_with_both_labels() {
 fn calibration_runs_with_the_real_model() {
     let llm = common::small_model();
     let pairs: Vec<_> = shipped_pairs().into_iter().take(12).collect();
-    let report = calibrate_relevance(&llm, &pairs, &NoProgress).unwrap();
+    let embedder =
+        rudder::embed::FastEmbedder::from_store(&common::store(), common::EMBED_MODEL, 1).unwrap();
+    let report = calibrate_relevance(&llm, Some(&embedder), &pairs, &NoProgress).unwrap();
     assert_eq!(report.pairs, 12);
     assert_eq!(report.scored.len(), 12);
     assert!(report.positives > 0 && report.positives < 12);
@@ -61,6 +63,13 @@ fn calibration_runs_with_the_real_model() {
     for auc in [report.auc, report.auc_without_contrast] {
         assert!((0.0..=1.0).contains(&auc));
     }
+    // With an embedder, every pair also has its similarity to the question's facet lines,
+    // and both other scores are calibrated.
+    for s in &report.scored {
+        let f = s.facet_similarity.expect("an embedder was given");
+        assert!((-1.0..=1.0).contains(&f), "{s:?}");
+    }
+    assert_eq!(report.others.len(), 2);
     let table = markdown(&report);
     assert!(
         table.contains("held out") && table.contains("AUC"),

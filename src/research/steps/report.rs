@@ -59,25 +59,22 @@ impl Run<'_, '_> {
     /// running-shoe question); one the profile inferred for this question was judged by the
     /// same prompt and passes again.
     ///
-    /// The topics are the checklist items the user gave (the brief, the clarification, a pause
-    /// answer), or that the model guessed from what they said about themselves. Their findings
-    /// stay in the body. Items guessed from a history profile are neither: listed as "not
-    /// covered", they put words in the user's mouth ("shoes that suit your cooking habits").
+    /// The topics are the checklist the user gave with the question, in their own words: their
+    /// findings stay in the body, and a topic no finding answers is named as not covered. The
+    /// checklists the model writes (from clarification answers, the question or a profile)
+    /// steer the research but are never named. A model's vague reading of an answer ("the
+    /// impact of this technology on Europe") matched none of the findings that answer it, and
+    /// named a false "not covered" in a report whose body was about exactly that; one guessed
+    /// from a profile puts words in the user's mouth ("shoes that suit your cooking habits");
+    /// and the answers themselves are not topics ("For myself" answers who the tea is for).
     fn readers_needs(&mut self) -> Result<(Vec<String>, Vec<String>), ResearchError> {
-        let knows_the_reader =
-            !self.s.profile.trim().is_empty() || !self.s.persona.text.trim().is_empty();
+        let aspects: Vec<String> = self.brief.checklist.clone().unwrap_or_default();
+        let knows_the_reader = !self.s.profile.trim().is_empty()
+            || !self.s.persona_text.trim().is_empty()
+            || !aspects.is_empty();
         if !knows_the_reader {
             return Ok((Vec::new(), Vec::new()));
         }
-        let described_themselves = !self.s.persona_text.trim().is_empty();
-        let aspects: Vec<String> = self
-            .s
-            .persona
-            .checklist
-            .iter()
-            .filter(|item| described_themselves || !self.s.guessed_checklist.contains(item))
-            .cloned()
-            .collect();
         let told = crate::checks::text::split_sentences(&self.s.persona_text);
         let needs = report::needs_from(&self.s.profile, &told);
         let statements: Vec<&str> = needs.iter().map(|n| n.statement.as_str()).collect();
