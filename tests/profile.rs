@@ -483,6 +483,20 @@ fn relevance_is_judged_in_one_pass_per_statement_with_the_question_cached() {
         usage.cached_tokens * 2 > usage.prompt_tokens,
         "the shared instructions and question should come from the cache: {usage:?}"
     );
+    // With the real embedder, the knee and the budget are closer to lines about the runner's
+    // situation than the chicken stock is.
+    let embedder = FastEmbedder::from_store(&common::store(), common::EMBED_MODEL, 1).unwrap();
+    let facets = [
+        "my knees hurt after running".to_string(),
+        "I can spend about 100 dollars on gear".to_string(),
+    ];
+    let mut judged = judged;
+    rudder::profile::relevance::with_facets(&mut judged, &embedder, &facets, &statements).unwrap();
+    let similarity: Vec<f32> = judged.iter().map(|j| j.facet_similarity.unwrap()).collect();
+    assert!(
+        similarity[0] > similarity[1] && similarity[2] > similarity[1],
+        "{similarity:?}"
+    );
 }
 
 #[test]

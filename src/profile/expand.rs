@@ -65,6 +65,17 @@ pub struct Expanded {
     pub seconds: f64,
 }
 
+impl Expanded {
+    /// The facet lines of a facet expansion (the question, its first line, left out); empty
+    /// for the others.
+    pub fn facets(&self) -> Vec<String> {
+        if self.expansion != Expansion::Facets {
+            return Vec::new();
+        }
+        facet_lines(&self.text.lines().skip(1).collect::<Vec<_>>().join("\n"))
+    }
+}
+
 /// Expansions are short: the retriever only needs the key words and a sentence or two.
 const MAX_TOKENS: u32 = 96;
 

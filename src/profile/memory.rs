@@ -549,18 +549,23 @@ pub struct FromMemory {
     pub usage: Usage,
 }
 
-/// The remembered statements that matter for `query`: the `candidates` closest to it by
-/// embedding (the best supported, without an embedder) judged by probability, those scoring
-/// `threshold` or more returned as phrases citing their most recent entries.
+/// The remembered statements that matter for the question: the `candidates` closest to it by
+/// embedding (the best supported, without an embedder) judged by probability and by their
+/// similarity to its facet lines, those that pass `threshold` returned as phrases citing their
+/// most recent entries.
 pub fn relevant(
     llm: &dyn Llm,
     store: &Store,
     embedder: Option<&dyn Embedder>,
     you: &You,
-    query: &str,
+    question: relevance::Question<'_>,
     candidates: usize,
     threshold: f32,
 ) -> Result<FromMemory, ProfileError> {
+    let relevance::Question {
+        text: query,
+        facets,
+    } = question;
     let mut rows = usable(store, you)?;
     if rows.is_empty() || candidates == 0 {
         return Ok(FromMemory::default());
@@ -589,10 +594,13 @@ pub fn relevant(
     rows.extend(more);
     rows.truncate(candidates);
     let texts: Vec<&str> = rows.iter().map(|r| r.text.as_str()).collect();
-    let (judged, usage) = relevance::relevance(llm, query, &texts)?;
+    let (mut judged, usage) = relevance::relevance(llm, query, &texts)?;
+    if let Some(e) = embedder {
+        relevance::with_facets(&mut judged, e, facets, &texts)?;
+    }
     let mut phrases = Vec::new();
     for (rank, (row, j)) in rows.iter().zip(judged).enumerate() {
-        if j.score() < threshold {
+        if !j.passes(threshold) {
             tracing::debug!(statement = %row.text, score = j.score(), "memory: not relevant");
             continue;
         }
@@ -893,7 +901,10 @@ mod tests {
             history.store(),
             None,
             &you,
-            "Which running shoes should I buy?",
+            relevance::Question {
+                text: "Which running shoes should I buy?",
+                facets: &[],
+            },
             MEMORY_CANDIDATES,
             relevance::RELEVANCE_THRESHOLD,
         )
@@ -923,7 +934,10 @@ mod tests {
             history.store(),
             None,
             &you,
-            "Which running shoes?",
+            relevance::Question {
+                text: "Which running shoes?",
+                facets: &[],
+            },
             1,
             0.25,
         )
@@ -950,7 +964,10 @@ mod tests {
             history.store(),
             None,
             &you,
-            "Which running shoes?",
+            relevance::Question {
+                text: "Which running shoes?",
+                facets: &[],
+            },
             24,
             0.25,
         )

@@ -114,7 +114,7 @@ pub struct ProfileRun {
 }
 
 /// Names how profiles are built, for the cache key.
-const PROFILE_METHOD: &str = "memory-v1";
+const PROFILE_METHOD: &str = "memory-v1-facets";
 
 /// What else a profile depends on: the sources switched off for personalisation and, when the
 /// profile reads it, the state of the memory.
@@ -228,13 +228,24 @@ fn inferred_query_profile(
     let started = Instant::now();
     let mut usage = Usage::default();
     let vectors = embedder.map(|(e, _)| e);
+    let mut expansions = Vec::new();
+    for e in options.expansion.expansions() {
+        let expanded = expand(llm, query, *e)?;
+        usage += expanded.usage;
+        expansions.push(expanded);
+    }
+    // The facet lines retrieval searched with also judge what is kept (`relevance`).
+    let facets: Vec<String> = expansions.iter().flat_map(Expanded::facets).collect();
     let from_memory = if options.memory_candidates > 0 {
         memory::relevant(
             llm,
             history.store(),
             vectors,
             you,
-            query,
+            relevance::Question {
+                text: query,
+                facets: &facets,
+            },
             options.memory_candidates,
             options.relevance_threshold,
         )?
@@ -242,12 +253,6 @@ fn inferred_query_profile(
         memory::FromMemory::default()
     };
     usage += from_memory.usage;
-    let mut expansions = Vec::new();
-    for e in options.expansion.expansions() {
-        let expanded = expand(llm, query, *e)?;
-        usage += expanded.usage;
-        expansions.push(expanded);
-    }
     let filter = Filter {
         sources: if you.unpersonalised.is_empty() {
             Vec::new()
@@ -283,7 +288,13 @@ fn inferred_query_profile(
     let mut extracted = extract(llm, vectors, query, &shown)?;
     usage += extracted.usage;
     let generation_started = Instant::now();
-    let mut judged = judge_relevance(llm, query, &mut extracted, options.relevance_threshold)?;
+    let mut judged = judge_relevance(
+        llm,
+        vectors.map(|e| (e, facets.as_slice())),
+        query,
+        &mut extracted,
+        options.relevance_threshold,
+    )?;
     usage += judged;
     judged += from_memory.usage;
     // Memory first: what the whole history says, then what the unread entries add.
@@ -346,10 +357,12 @@ fn inferred_query_profile(
     Ok(run)
 }
 
-/// Judges every extracted phrase by the model's P(yes) that it matters for `query` and keeps
-/// those at or above `threshold`, recording each one's probability. Returns the calls' cost.
+/// Judges every extracted phrase by the model's P(yes) that it matters for `query` (with its
+/// similarity to the question's facet lines, when there are some) and keeps those that pass
+/// `threshold`, recording each one's score. Returns the calls' cost.
 fn judge_relevance(
     llm: &dyn Llm,
+    facets: Option<(&dyn Embedder, &[String])>,
     query: &str,
     extracted: &mut Extracted,
     threshold: f32,
@@ -358,11 +371,14 @@ fn judge_relevance(
         return Ok(Usage::default());
     }
     let texts: Vec<&str> = extracted.phrases.iter().map(|p| p.text.as_str()).collect();
-    let (judged, usage) = relevance::relevance(llm, query, &texts)?;
+    let (mut judged, usage) = relevance::relevance(llm, query, &texts)?;
+    if let Some((embedder, facets)) = facets {
+        relevance::with_facets(&mut judged, embedder, facets, &texts)?;
+    }
     let phrases = std::mem::take(&mut extracted.phrases);
     for (mut phrase, j) in phrases.into_iter().zip(judged) {
         phrase.probability = Some(j.score());
-        if j.score() >= threshold {
+        if j.passes(threshold) {
             extracted.phrases.push(phrase);
         } else {
             tracing::debug!(

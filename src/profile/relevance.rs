@@ -12,8 +12,16 @@
 //! more the model says yes for this question ([`Judged::score`]). A statement is kept when its
 //! score reaches [`RELEVANCE_THRESHOLD`], calibrated by `rudder eval relevance` on labelled
 //! (question, statement) pairs.
+//!
+//! Where the profile has the question's facet lines (the model's guesses at what this person
+//! may have said about themselves that would change the answer: "my knee hurts after long
+//! runs", "I can spend about 120 dollars"), each statement's closest cosine to them is added
+//! to the score ([`with_facets`]), and the bar is [`RELEVANCE_WITH_FACETS_THRESHOLD`]: the
+//! embedding reads a situation the 1.5B judge misses, and the judge reads what an embedding
+//! of a personal line cannot (a budget for this purchase, not another).
 
 use super::ProfileError;
+use crate::embed::{cosine, Embedder};
 use crate::llm::{map_concurrent, probability_of_yes, Llm, Message, Usage};
 
 /// The lowest score ([`Judged::score`]) kept. Calibrated with qwen2.5-coder-1.5b-instruct by
@@ -23,6 +31,21 @@ use crate::llm::{map_concurrent, probability_of_yes, Llm, Message, Usage};
 /// held-out F1 0.46; with the contrast: AUC 0.76, F1 0.60). Other models shift the scale; the
 /// threshold is a profile option so a bigger model can be calibrated and given its own.
 pub const RELEVANCE_THRESHOLD: f32 = 0.25;
+
+/// A question with its facet lines (empty when the profile has none).
+#[derive(Debug, Clone, Copy)]
+pub struct Question<'a> {
+    pub text: &'a str,
+    pub facets: &'a [String],
+}
+
+/// The lowest score of a judgement with its facet similarity (P(yes) less the bias, plus the
+/// closest cosine to the question's facet lines). Calibrated by `rudder eval relevance` as
+/// above (212 pairs, qwen2.5-coder-1.5b-instruct, all-MiniLM-L6-v2): best F1 on half the
+/// questions at 0.366; on the other half precision 0.63, recall 0.78, F1 0.70 (AUC 0.85),
+/// where the judge alone scored AUC 0.75 and F1 0.54 in the same run, and facet similarity
+/// alone AUC 0.81 and F1 0.69.
+pub const RELEVANCE_WITH_FACETS_THRESHOLD: f32 = 0.37;
 
 /// The prompt for one statement: the question first (shared), the statement last.
 pub fn relevance_messages(query: &str, statement: &str) -> Result<Vec<Message>, ProfileError> {
@@ -49,14 +72,72 @@ pub struct Judged {
     pub probability: f32,
     /// The mean P(yes) for [`CONTRAST_QUESTIONS`].
     pub bias: f32,
+    /// The statement's closest cosine to the question's facet lines, when they were given
+    /// ([`with_facets`]).
+    pub facet_similarity: Option<f32>,
 }
 
 impl Judged {
     /// What the threshold is compared with: how much more the model says yes for this
-    /// question than for one where nothing personal matters.
+    /// question than for one where nothing personal matters, plus the facet similarity when
+    /// there is one.
     pub fn score(&self) -> f32 {
-        self.probability - self.bias
+        self.probability - self.bias + self.facet_similarity.unwrap_or(0.0)
     }
+
+    /// Whether the statement is kept at `threshold`, a threshold for the judge alone (as
+    /// [`RELEVANCE_THRESHOLD`]): with a facet similarity the bar is raised by as much as
+    /// [`RELEVANCE_WITH_FACETS_THRESHOLD`] lies above it, so a profile option that keeps
+    /// everything (-1) still does.
+    pub fn passes(&self, threshold: f32) -> bool {
+        let bar = match self.facet_similarity {
+            Some(_) => threshold + (RELEVANCE_WITH_FACETS_THRESHOLD - RELEVANCE_THRESHOLD),
+            None => threshold,
+        };
+        self.score() >= bar
+    }
+}
+
+/// Each statement's closest cosine to `facets` (the question's facet lines), in order; empty
+/// when there are no facet lines.
+pub fn facet_similarities(
+    embedder: &dyn Embedder,
+    facets: &[String],
+    statements: &[&str],
+) -> Result<Vec<f32>, ProfileError> {
+    if facets.is_empty() || statements.is_empty() {
+        return Ok(Vec::new());
+    }
+    let facet_refs: Vec<&str> = facets.iter().map(String::as_str).collect();
+    let embed = |texts: &[&str]| {
+        embedder
+            .embed(texts)
+            .map_err(|e| ProfileError::Invalid(format!("embedding: {e}")))
+    };
+    let facet_vectors = embed(&facet_refs)?;
+    Ok(embed(statements)?
+        .iter()
+        .map(|v| {
+            facet_vectors
+                .iter()
+                .map(|f| cosine(v, f))
+                .fold(f32::MIN, f32::max)
+        })
+        .collect())
+}
+
+/// Adds each statement's facet similarity to its judgement (nothing without facet lines).
+pub fn with_facets(
+    judged: &mut [Judged],
+    embedder: &dyn Embedder,
+    facets: &[String],
+    statements: &[&str],
+) -> Result<(), ProfileError> {
+    let similarities = facet_similarities(embedder, facets, statements)?;
+    for (j, s) in judged.iter_mut().zip(similarities) {
+        j.facet_similarity = Some(s);
+    }
+    Ok(())
 }
 
 /// Judges each statement for `query`, in order, with what the calls cost: one forward pass for
@@ -90,6 +171,7 @@ pub fn relevance(
         .map(|ps| Judged {
             probability: ps[0],
             bias: ps[1..].iter().sum::<f32>() / (ps.len() - 1) as f32,
+            facet_similarity: None,
         })
         .collect();
     Ok((judged, usage))
@@ -99,6 +181,48 @@ pub fn relevance(
 mod tests {
     use super::*;
     use crate::test_support::ScriptedLlm;
+
+    #[test]
+    fn a_facet_similarity_adds_to_the_score_and_raises_the_bar() {
+        let facets = vec![
+            "my knee hurts after long runs".to_string(),
+            "I can spend about 120 dollars".to_string(),
+        ];
+        let statements = ["Has knee pain after long shifts", "Bakes sourdough bread"];
+        let judged_alone = Judged {
+            probability: 0.45,
+            bias: 0.15,
+            facet_similarity: None,
+        };
+        let mut judged = vec![judged_alone; 2];
+        with_facets(
+            &mut judged,
+            &crate::test_support::WordsEmbedder,
+            &facets,
+            &statements,
+        )
+        .unwrap();
+        let knee = judged[0].facet_similarity.unwrap();
+        let bread = judged[1].facet_similarity.unwrap();
+        assert!(knee > 0.3 && bread.abs() < 1e-6, "{judged:?}");
+        assert!((judged[0].score() - (0.3 + knee)).abs() < 1e-6);
+        // 0.30 passes the judge's bar alone; with the facets the bar is 0.37 + the same margin.
+        assert!(judged_alone.passes(RELEVANCE_THRESHOLD));
+        assert!(judged[0].passes(RELEVANCE_THRESHOLD));
+        assert!(!judged[1].passes(RELEVANCE_THRESHOLD));
+        // -1 keeps everything, with facets or not.
+        assert!(judged[1].passes(-1.0));
+        // No facet lines: the judgement is left as it was.
+        let mut unchanged = vec![judged_alone];
+        with_facets(
+            &mut unchanged,
+            &crate::test_support::WordsEmbedder,
+            &[],
+            &statements[..1],
+        )
+        .unwrap();
+        assert_eq!(unchanged[0], judged_alone);
+    }
 
     #[test]
     fn each_statement_is_one_call_with_the_question_before_the_fact() {

@@ -235,33 +235,16 @@ fn facet_similarities(
     query: &str,
     statements: &[&str],
 ) -> Result<(Vec<f32>, Usage), String> {
-    use rudder::profile::expand::{expand, facet_lines, Expansion};
+    use rudder::profile::expand::{expand, Expansion};
     let expanded = expand(llm, query, Expansion::Facets).map_err(|e| e.to_string())?;
-    // The expansion starts with the question; the facets are the lines after it.
-    let facets = facet_lines(
-        expanded
-            .text
-            .lines()
-            .skip(1)
-            .collect::<Vec<_>>()
-            .join("\n")
-            .as_str(),
-    );
-    if facets.is_empty() {
-        return Ok((vec![0.0; statements.len()], expanded.usage));
-    }
-    let facet_refs: Vec<&str> = facets.iter().map(String::as_str).collect();
-    let facet_vectors = embedder.embed(&facet_refs).map_err(|e| e.to_string())?;
-    let statement_vectors = embedder.embed(statements).map_err(|e| e.to_string())?;
-    let similarity = statement_vectors
-        .iter()
-        .map(|v| {
-            facet_vectors
-                .iter()
-                .map(|f| rudder::embed::cosine(v, f))
-                .fold(f32::MIN, f32::max)
-        })
-        .collect();
+    let similarity =
+        rudder::profile::relevance::facet_similarities(embedder, &expanded.facets(), statements)
+            .map_err(|e| e.to_string())?;
+    let similarity = if similarity.is_empty() {
+        vec![0.0; statements.len()]
+    } else {
+        similarity
+    };
     Ok((similarity, expanded.usage))
 }
 

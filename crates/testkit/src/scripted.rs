@@ -369,6 +369,12 @@ impl Llm for ScriptedLlm {
             ("heading", json!({"heading": format!("Notes on topic {n}")}))
         } else if prompt.contains("You write the title of a research report") {
             ("title", json!({"title": "What we learned about tea"}))
+        } else if prompt.contains("Each line is something this person may have searched") {
+            // Facet lines (plain text): about a person's situation, none about tea.
+            (
+                "facets",
+                json!("I can spend about 20 euros\nmy kitchen is very small\nplease keep answers short"),
+            )
         } else if prompt.contains("Would a careful advisor take this fact about the person") {
             // A fact bears on a question that shares a word of four letters or more with it.
             let words = |t: &str| -> Vec<String> {
@@ -396,7 +402,11 @@ impl Llm for ScriptedLlm {
             .lock()
             .unwrap()
             .push((kind, prompt.to_string()));
-        let mut text = value.to_string();
+        // A plain-text answer is the string itself, not its JSON.
+        let mut text = match &value {
+            serde_json::Value::String(s) => s.clone(),
+            v => v.to_string(),
+        };
         let mut finish = FinishReason::Stop;
         if self.truncate.contains(&kind) {
             text.truncate(text.len() / 2);

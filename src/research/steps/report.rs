@@ -82,13 +82,26 @@ impl Run<'_, '_> {
             return Ok((Vec::new(), aspects));
         }
         let started = std::time::Instant::now();
-        let (judged, usage) = relevance::relevance(self.r.llm, &self.s.query, &statements)
-            .map_err(|e| match e {
-                ProfileError::Llm(e) => ResearchError::Llm(e),
-                ProfileError::Prompt(e) => ResearchError::Prompt(e),
-                ProfileError::Engine(e) => ResearchError::Engine(e),
-                other => ResearchError::Session(other.to_string()),
-            })?;
+        let from_profile = |e: ProfileError| match e {
+            ProfileError::Llm(e) => ResearchError::Llm(e),
+            ProfileError::Prompt(e) => ResearchError::Prompt(e),
+            ProfileError::Engine(e) => ResearchError::Engine(e),
+            other => ResearchError::Session(other.to_string()),
+        };
+        let (mut judged, mut usage) =
+            relevance::relevance(self.r.llm, &self.s.query, &statements).map_err(from_profile)?;
+        // Judged as the profile judges: with the question's facet lines (the profile's prompt,
+        // so the same lines), which keep a fact the judge alone scores low ("Has knee pain"
+        // for running shoes).
+        let facets = crate::profile::expand::expand(
+            self.r.llm,
+            &self.s.query,
+            crate::profile::expand::Expansion::Facets,
+        )
+        .map_err(from_profile)?;
+        usage += facets.usage;
+        relevance::with_facets(&mut judged, self.r.embedder, &facets.facets(), &statements)
+            .map_err(from_profile)?;
         self.emit(Event::Usage {
             stage: Stage::Report,
             usage,
@@ -98,7 +111,7 @@ impl Run<'_, '_> {
             .into_iter()
             .zip(judged)
             .filter(|(need, judged)| {
-                let bears = judged.score() >= relevance::RELEVANCE_THRESHOLD;
+                let bears = judged.passes(relevance::RELEVANCE_THRESHOLD);
                 if !bears {
                     tracing::info!(
                         need = %need.text,
