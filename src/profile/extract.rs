@@ -412,6 +412,24 @@ impl<'a> Checks<'a> {
                 "most of its words are not in the item; copy the user's own words".into(),
             ));
         }
+        // A word of the question the item does not have glues the question onto an item
+        // about something else ("Uses Instant Pot for band rehearsals" from a pressure-cooker
+        // search): the user never said it, and it reads as relevant to every judge.
+        // (Only words that name something: "uses", "needs", "best" say nothing of a topic.)
+        const SAY_NOTHING: &[&str] = &[
+            "best", "find", "first", "good", "help", "know", "learn", "like", "make", "need",
+            "plan", "start", "take", "thing", "want",
+        ];
+        if let Some(borrowed) = words.iter().find(|w| {
+            w.chars().count() >= 4
+                && !SAY_NOTHING.contains(&w.as_str())
+                && self.query_words.contains(*w)
+                && !session_words.contains(*w)
+        }) {
+            return Ok(Verdict::Retry(format!(
+                "the item does not mention {borrowed}; say only what the item tells about the user"
+            )));
+        }
         if let Some(specific) = unsupported_specific(&text, session_text) {
             return Ok(Verdict::Retry(format!(
                 "the item does not say {specific}; copy the user's own words"
@@ -764,6 +782,29 @@ pub(crate) mod tests {
             "{}",
             llm.prompts()[1]
         );
+    }
+
+    #[test]
+    fn a_word_of_the_question_the_item_does_not_have_is_refused() {
+        let checks = Checks::new(None, "What earplugs should I use for band rehearsals?").unwrap();
+        let verdict = checks
+            .check_phrase(
+                "Uses Instant Pot for band rehearsals",
+                "Searched: instant pot pressure release",
+            )
+            .unwrap();
+        assert!(
+            matches!(&verdict, Verdict::Retry(why) if why.contains("does not mention band")),
+            "{verdict:?}"
+        );
+        // The question's words are fine where the item has them.
+        let verdict = checks
+            .check_phrase(
+                "Plays drums in a band",
+                "Searched: loud drums band practice tinnitus",
+            )
+            .unwrap();
+        assert!(matches!(verdict, Verdict::Keep(_)), "{verdict:?}");
     }
 
     #[test]

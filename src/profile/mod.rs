@@ -378,15 +378,17 @@ fn judge_relevance(
     let phrases = std::mem::take(&mut extracted.phrases);
     for (mut phrase, j) in phrases.into_iter().zip(judged) {
         phrase.probability = Some(j.score());
-        if j.passes(threshold) {
+        let kept = j.passes(threshold);
+        tracing::debug!(
+            phrase = %phrase.text,
+            probability = j.probability,
+            bias = j.bias,
+            facet_similarity = j.facet_similarity,
+            kept,
+            "profile phrase judged for the question"
+        );
+        if kept {
             extracted.phrases.push(phrase);
-        } else {
-            tracing::debug!(
-                phrase = %phrase.text,
-                probability = j.probability,
-                bias = j.bias,
-                "profile phrase not relevant to the question"
-            );
         }
     }
     Ok(usage)

@@ -165,6 +165,12 @@ pub fn translation_problem(
     if near_duplicates(&refs).into_iter().any(|d| d) {
         return Some("it repeats a sentence".into());
     }
+    // The 1.5B model can loop on a phrase inside a sentence ("… un important figure dans …,
+    // était un important figure …, car il était un important figure …").
+    let repeats = most_repeated_phrase(t);
+    if repeats.1 >= 3 && repeats.1 > most_repeated_phrase(text).1 {
+        return Some(format!("it repeats \"{}\"; say it once", repeats.0));
+    }
     let missing: Vec<String> = numbers(text)
         .into_iter()
         .filter(|n| !numbers(t).contains(n))
@@ -194,6 +200,23 @@ pub fn translation_problem(
         }
     }
     None
+}
+
+/// The three-word phrase `text` repeats most, and how often it occurs.
+fn most_repeated_phrase(text: &str) -> (String, usize) {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for w in words.windows(3) {
+        *counts.entry(w.join(" ")).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .max_by_key(|(_, n)| *n)
+        .unwrap_or_default()
 }
 
 /// Whether `text` is prose (it ends as a sentence does), not a heading or a title, which have
@@ -387,6 +410,25 @@ mod tests {
         assert!(looks_english("Mostly for my book club"));
         assert!(!looks_english("Pour des invités"));
         assert!(!looks_english("Für meine Familie am Wochenende"));
+    }
+
+    #[test]
+    fn a_translation_that_loops_on_a_phrase_is_refused() {
+        let text = "Geoffrey Chaucer was an important figure in developing the legitimacy of the \
+                    English vernacular when the dominant literary languages in England were \
+                    still French and Latin.";
+        let looped = "Geoffrey Chaucer, un important figure dans la développement du vernaculaire \
+                      anglais, était un important figure dans ce processus, car il était un \
+                      important figure développant la légitimité du vernaculaire anglais.";
+        let why = translation_problem(text, looped, Lang::Fra, Script::Latin).unwrap();
+        assert!(why.contains("un important figure"), "{why}");
+        let once = "Geoffrey Chaucer a joué un rôle important dans la légitimité de l'anglais \
+                    vernaculaire, quand les langues littéraires dominantes en Angleterre \
+                    étaient encore le français et le latin.";
+        assert_eq!(
+            translation_problem(text, once, Lang::Fra, Script::Latin),
+            None
+        );
     }
 
     #[test]
