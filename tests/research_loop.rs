@@ -798,14 +798,15 @@ fn a_question_in_french_is_researched_in_english_and_reported_in_french() {
     );
 }
 
-#[test]
-fn a_question_in_french_gets_its_clarifying_question_in_french() {
+/// The French tea question, clarified once with `reply`: the scripted model, the interaction
+/// (what the user was asked) and the log.
+fn clarified_in_french(reply: &str) -> (ScriptedLlm, rudder::research::Scripted, Vec<Event>) {
     let brief = Brief {
         query: "Comment faut-il infuser le thé à la maison ?".into(),
         ..Brief::default()
     };
     let mut interaction = rudder::research::Scripted::new(Vec::new()).with_clarifications(vec![
-        rudder::research::interaction::ScriptedClarification::Reply("1".into()),
+        rudder::research::interaction::ScriptedClarification::Reply(reply.into()),
     ]);
     let mut settings = settings(1, 2, f32::INFINITY);
     settings.clarify_turns = 1;
@@ -817,6 +818,12 @@ fn a_question_in_french_gets_its_clarifying_question_in_french() {
         &mut interaction,
         &brief,
     );
+    (llm, interaction, events)
+}
+
+#[test]
+fn a_question_in_french_gets_its_clarifying_question_in_french() {
+    let (llm, interaction, events) = clarified_in_french("1");
     let asked = &interaction.clarify_asked[0];
     assert_eq!(
         asked.question,
@@ -849,23 +856,7 @@ fn a_question_in_french_gets_its_clarifying_question_in_french() {
 
 #[test]
 fn an_answer_written_in_french_reaches_the_summary_in_english() {
-    let brief = Brief {
-        query: "Comment faut-il infuser le thé à la maison ?".into(),
-        ..Brief::default()
-    };
-    let mut interaction = rudder::research::Scripted::new(Vec::new()).with_clarifications(vec![
-        rudder::research::interaction::ScriptedClarification::Reply("Pour des invités".into()),
-    ]);
-    let mut settings = settings(1, 2, f32::INFINITY);
-    settings.clarify_turns = 1;
-    let llm = ScriptedLlm::new();
-    let (_, events) = run_brief(
-        MemorySource::tea(),
-        &llm,
-        settings,
-        &mut interaction,
-        &brief,
-    );
+    let (llm, _, events) = clarified_in_french("Pour des invités");
     // The log keeps the answer as the user wrote it …
     assert!(events.iter().any(|e| matches!(
         e,

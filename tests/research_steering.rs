@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use rudder::clarify::ClarifyAnswer;
-use rudder::research::events::{Collect, Envelope};
+use rudder::research::events::{Collect, Envelope, Stage};
 use rudder::research::interaction::ScriptedClarification;
 use rudder::research::Journal;
 use rudder::research::{
@@ -644,13 +644,23 @@ fn sigkill_at_any_point_resumes_to_the_same_tree_and_report() {
     assert!(total > 40, "{total} events");
 
     // The report step's events commit together: the count stays at its first event's seq
-    // while the sections are being written.
+    // while the sections are being written. Its first event is the cost of judging the
+    // reader's needs when there are some, else its first section.
     let report_step = SessionStore::open(&reference_db)
         .unwrap()
         .events(reference_id)
         .unwrap()
         .iter()
-        .find(|e| matches!(e.event, Event::ReportSection { .. }))
+        .find(|e| {
+            matches!(
+                e.event,
+                Event::ReportSection { .. }
+                    | Event::Usage {
+                        stage: Stage::Report,
+                        ..
+                    }
+            )
+        })
         .unwrap()
         .seq;
     // Kill points spread over the run: while applying the steering message, mid-research,
