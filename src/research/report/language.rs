@@ -28,11 +28,7 @@ use crate::research::ResearchError;
 /// an English question is never translated by a detector's slip.
 pub fn of_question(query: &str) -> Option<Lang> {
     let info = whatlang::detect(query)?;
-    let english_words = query
-        .split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .filter(|w| ENGLISH_WORDS.contains(&w.to_lowercase().as_str()))
-        .count();
-    (info.lang() != Lang::Eng && info.confidence() >= MIN_CONFIDENCE && english_words < 2)
+    (info.lang() != Lang::Eng && info.confidence() >= MIN_CONFIDENCE && english_words(query) < 2)
         .then(|| info.lang())
 }
 
@@ -40,11 +36,14 @@ pub fn of_question(query: &str) -> Option<Lang> {
 /// of English's commonest words. A few words of French ("Pour des invités") are too short for
 /// the detector to be sure of, so a text is only taken for English on evidence.
 pub fn looks_english(text: &str) -> bool {
-    let english_words = text
-        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+    english_words(text) >= 2 || whatlang::detect(text).is_some_and(|i| i.lang() == Lang::Eng)
+}
+
+/// How many of [`ENGLISH_WORDS`] `text` has.
+fn english_words(text: &str) -> usize {
+    text.split(|c: char| !c.is_alphanumeric() && c != '\'')
         .filter(|w| ENGLISH_WORDS.contains(&w.to_lowercase().as_str()))
-        .count();
-    english_words >= 2 || whatlang::detect(text).is_some_and(|i| i.lang() == Lang::Eng)
+        .count()
 }
 
 /// The detector's confidence a question's language needs.

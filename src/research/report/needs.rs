@@ -129,15 +129,8 @@ pub fn to_reader(statement: &str) -> String {
             Some(format!("you {lower}"))
         }
         // "wants", "prefers", "owns", "works": the third-person -s goes.
-        v if v.len() > 3
-            && v.ends_with('s')
-            && !v.ends_with("ss")
-            && v.chars().all(|c| c.is_ascii_lowercase()) =>
-        {
-            let base = v
-                .strip_suffix("es")
-                .filter(|b| b.ends_with("sh") || b.ends_with("ch"));
-            Some(format!("you {}", base.unwrap_or(&v[..v.len() - 1])))
+        v if third_person_base(v).is_some() => {
+            Some(format!("you {}", third_person_base(v).unwrap_or(v)))
         }
         // "Recovering from knee pain", "Training for a half marathon".
         v if v.len() > 4 && v.ends_with("ing") && v.chars().all(|c| c.is_ascii_lowercase()) => {
@@ -147,9 +140,49 @@ pub fn to_reader(statement: &str) -> String {
     };
     match said {
         Some(opening) if rest.is_empty() => opening,
-        Some(opening) => format!("{opening} {rest}"),
+        // Profile statements join clauses of one subject ("Has limited budget, wants to
+        // track spending"): each clause's verb is turned too.
+        Some(opening) => format!("{opening} {}", later_clauses_to_reader(&rest)),
         None => statement.to_string(),
     }
+}
+
+/// The base of a third-person verb ("wants" → "want", "watches" → "watch"), or None for a
+/// word that is not one.
+fn third_person_base(v: &str) -> Option<&str> {
+    if v.len() <= 3
+        || !v.ends_with('s')
+        || v.ends_with("ss")
+        || !v.chars().all(|c| c.is_ascii_lowercase())
+    {
+        return None;
+    }
+    let es = v
+        .strip_suffix("es")
+        .filter(|b| b.ends_with("sh") || b.ends_with("ch"));
+    Some(es.unwrap_or(&v[..v.len() - 1]))
+}
+
+/// `rest` with the third-person verb that opens each later clause (", wants …") turned to
+/// the second person (", want …").
+fn later_clauses_to_reader(rest: &str) -> String {
+    rest.split(", ")
+        .enumerate()
+        .map(|(i, clause)| {
+            let Some((verb, tail)) = clause.split_once(' ').filter(|_| i > 0) else {
+                return clause.to_string();
+            };
+            let turned = match verb {
+                "has" => "have",
+                "is" => "are",
+                "was" => "were",
+                "does" => "do",
+                v => third_person_base(v).unwrap_or(v),
+            };
+            format!("{turned} {tail}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Openers of checklist items and profile statements that say how the need was phrased, not
@@ -408,6 +441,10 @@ mod tests {
             ("The user owns a 2015 Civic", "you own a 2015 Civic"),
             ("Watches cooking videos", "you watch cooking videos"),
             ("Can run 5 km", "you can run 5 km"),
+            (
+                "Has limited budget, wants to track spending",
+                "you have limited budget, want to track spending",
+            ),
             ("Budget of $120 for shoes", "Budget of $120 for shoes"),
             ("Wide feet", "Wide feet"),
         ] {
