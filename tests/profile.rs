@@ -7,11 +7,13 @@
 use rudder_testkit as common;
 
 use rudder::embed::{Embedder, FastEmbedder};
-use rudder::history::{ForgetSelector, History, ImportOptions, NoProgress};
+use rudder::history::{Filter, ForgetSelector, History, ImportOptions, NoProgress, SearchMode};
 use rudder::llm::Llm;
 use rudder::profile::extract::{Checks, GENERIC_THRESHOLD};
 use rudder::profile::user_statements::statement_key;
-use rudder::profile::{ExpansionMode, ProfileOptions, Selection, Statement, You};
+use rudder::profile::{
+    retrieve, Expanded, Expansion, ExpansionMode, ProfileOptions, Selection, Statement, You,
+};
 use rudder_synth::{write_export, SynthConfig};
 
 fn history_of_a_synthetic_user(root: &std::path::Path, embedder: &FastEmbedder) -> History {
@@ -574,4 +576,105 @@ fn memory_read_with_the_real_model_is_faithful_resumable_and_feeds_the_profile()
         remembered.min(rudder::profile::memory::MEMORY_CANDIDATES)
     );
     assert_eq!(run.selected.judged, run.candidates.len());
+}
+
+/// The small model's facet lines are often generic ("I live in a small town"); the situation
+/// probes search each kind of personal fact as well. On the planted set's first user (a nurse
+/// whose knee, budget and feet are in chats and searches that share no word with her
+/// running-shoe question), they must bring more of those sessions among the 16 candidates than
+/// the question and the model's lines do alone.
+#[test]
+fn situation_probes_bring_the_sessions_that_say_what_the_user_needs() {
+    let models = common::store();
+    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
+    let with = Some((&embedder as &dyn Embedder, common::EMBED_MODEL));
+    let tmp = tempfile::tempdir().unwrap();
+    let set = rudder_synth::planted::write_planted_set(0, &tmp.path().join("set")).unwrap();
+    let user = &set.users[0];
+    let mut history = History::open(&tmp.path().join("history")).unwrap();
+    history
+        .import(
+            &[tmp.path().join("set").join(&user.export)],
+            &ImportOptions::default(),
+            &NoProgress,
+        )
+        .unwrap();
+    history
+        .embed_pending(&embedder, common::EMBED_MODEL, &NoProgress)
+        .unwrap();
+    let mut ids = std::collections::HashMap::new();
+    history
+        .store()
+        .for_each_entry(512, |batch| {
+            for s in batch {
+                ids.insert(s.content_hash.clone(), s.id);
+            }
+            Ok(())
+        })
+        .unwrap();
+    let question = &user.questions[0];
+    let planted: std::collections::HashSet<i64> = question
+        .needs
+        .iter()
+        .flat_map(|n| n.sessions.iter())
+        .map(|h| ids[h])
+        .collect();
+    assert!(planted.len() >= 4, "{planted:?}");
+
+    // The lines qwen2.5-coder-1.5b wrote for this question.
+    let facets = Expanded {
+        expansion: Expansion::Facets,
+        text: format!(
+            "{}\nI have a 5-year-old daughter\nI can afford $100\nI live in a small town\nI enjoy running",
+            question.query
+        ),
+        usage: Default::default(),
+        seconds: 0.0,
+    };
+    let found = |mode: ExpansionMode, expanded: &[Expanded], history: &mut History| {
+        retrieve(history, with, expanded, mode, &Filter::default(), 16)
+            .unwrap()
+            .iter()
+            .filter(|c| planted.contains(&c.id))
+            .count()
+    };
+    let raw = Expanded {
+        expansion: Expansion::Raw,
+        text: question.query.clone(),
+        usage: Default::default(),
+        seconds: 0.0,
+    };
+    let by_question = found(ExpansionMode::Raw, &[raw], &mut history);
+    let with_probes = found(
+        ExpansionMode::Facets,
+        std::slice::from_ref(&facets),
+        &mut history,
+    );
+    assert!(
+        with_probes >= 2 && with_probes > by_question,
+        "planting sessions among 16 candidates: {with_probes} with the probes, {by_question} by the question alone"
+    );
+
+    // The same lines without the probes: each searched and the lists fused, as before them.
+    let lists: Vec<Vec<i64>> = facets
+        .text
+        .lines()
+        .map(|line| {
+            history
+                .search(line, &Filter::default(), 16, SearchMode::Hybrid, with)
+                .unwrap()
+                .into_iter()
+                .map(|h| h.id)
+                .collect()
+        })
+        .collect();
+    let refs: Vec<&[i64]> = lists.iter().map(Vec::as_slice).collect();
+    let lines_alone = rudder::retrieval::reciprocal_rank_fusion(&refs, 16)
+        .into_iter()
+        .filter(|(id, _)| planted.contains(id))
+        .count();
+    assert!(
+        with_probes > lines_alone,
+        "{with_probes} with the probes, {lines_alone} from the model's lines alone"
+    );
 }

@@ -132,6 +132,9 @@ pub enum Verdict {
     Drop(String),
     /// A format rule was broken: worth asking once more, with this reason.
     Retry(String),
+    /// Usable as it is, but it drops what the item says exactly (an amount): asked once
+    /// more with this reason, and kept as it is if the second answer is no better.
+    Sharpen(String, String),
 }
 
 /// Words that carry no content of their own, including the verbs every phrase about a user
@@ -435,6 +438,7 @@ impl<'a> Checks<'a> {
                 "the item does not say {specific}; copy the user's own words"
             )));
         }
+        let lost = lost_amount(&text, session_text);
         if let Some(e) = self.embedder {
             let v = e.embed(&[&text]).map_err(embed_error)?.remove(0);
             if let Some(q) = &self.query_vec {
@@ -449,8 +453,111 @@ impl<'a> Checks<'a> {
                 return Ok(Verdict::Drop(format!("generic ({generic:.2})")));
             }
         }
-        Ok(Verdict::Keep(text))
+        Ok(match lost {
+            Some(amount) => Verdict::Sharpen(
+                text,
+                format!("the item gives the amount \"{amount}\"; keep it in the phrase"),
+            ),
+            None => Verdict::Keep(text),
+        })
     }
+}
+
+/// Words that say a phrase is about money.
+const MONEY_WORDS: &[&str] = &[
+    "afford",
+    "budget",
+    "cheap",
+    "cost",
+    "expensive",
+    "money",
+    "price",
+    "spend",
+    "spending",
+];
+
+/// Currency words that follow an amount ("120 dollars").
+const CURRENCY_WORDS: &[&str] = &[
+    "dollar", "dollars", "euro", "euros", "pound", "pounds", "usd", "eur", "gbp", "bucks",
+];
+
+/// The amount of money `source` states when `phrase` speaks of money without any number:
+/// "Has limited budget" read from "I set aside 120 dollars for sports gear" has lost what
+/// makes the constraint useful. `None` when the source states no amount or several different
+/// ones (which one the phrase means is then the model's call, not code's).
+pub fn lost_amount(phrase: &str, source: &str) -> Option<String> {
+    if phrase.chars().any(|c| c.is_ascii_digit()) || money_word_at(phrase).is_none() {
+        return None;
+    }
+    let mut found = amounts(source);
+    found.dedup_by(|a, b| digits_of(a) == digits_of(b));
+    match found.as_slice() {
+        [one] => Some(one.clone()),
+        _ => None,
+    }
+}
+
+/// `phrase` with `amount` put after its money word: "Has limited budget (120 dollars), wants
+/// to track spending".
+pub fn with_amount(phrase: &str, amount: &str) -> String {
+    match money_word_at(phrase) {
+        Some(end) => format!("{} ({amount}){}", &phrase[..end], &phrase[end..]),
+        None => format!("{phrase} ({amount})"),
+    }
+}
+
+/// The byte offset just after the first money word of `phrase`.
+fn money_word_at(phrase: &str) -> Option<usize> {
+    let mut start = None;
+    for (i, c) in phrase
+        .char_indices()
+        .chain(std::iter::once((phrase.len(), ' ')))
+    {
+        match (c.is_alphanumeric(), start) {
+            (true, None) => start = Some(i),
+            (false, Some(from)) => {
+                if MONEY_WORDS.contains(&phrase[from..i].to_lowercase().as_str()) {
+                    return Some(i);
+                }
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn digits_of(text: &str) -> String {
+    text.chars().filter(char::is_ascii_digit).collect()
+}
+
+/// Every amount of money in `text`, in order: "$85", "85€", "120 dollars".
+fn amounts(text: &str) -> Vec<String> {
+    let tokens: Vec<&str> = text.split_whitespace().collect();
+    tokens
+        .iter()
+        .enumerate()
+        .filter_map(|(i, token)| {
+            let token = token
+                .trim_matches(|c: char| matches!(c, ',' | '.' | ';' | ':' | '!' | '?' | '(' | ')'));
+            let symbol = token.starts_with(['$', '€', '£']) || token.ends_with(['€', '£']);
+            let number = token.trim_matches(['$', '€', '£']);
+            if number.is_empty() || !number.chars().all(|c| c.is_ascii_digit() || c == ',') {
+                return None;
+            }
+            let currency = tokens.get(i + 1).map(|next| {
+                next.trim_matches(|c: char| !c.is_alphanumeric())
+                    .to_lowercase()
+            });
+            match currency {
+                _ if symbol => Some(token.to_string()),
+                Some(word) if CURRENCY_WORDS.contains(&word.as_str()) => {
+                    Some(format!("{number} {word}"))
+                }
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 fn embed_error(e: crate::embed::EmbedError) -> ProfileError {
@@ -506,6 +613,8 @@ fn ask_session(
     let session = entry_line(s, SESSION_CHARS);
     let prompt = crate::prompts::render("profile_extract", minijinja::context! { query, session })?;
     let mut note = String::new();
+    // A usable first phrase that lost an amount, kept unless the retry does better.
+    let mut fallback: Option<Phrase> = None;
     for attempt in 0..2 {
         let reply = crate::llm::complete_schema::<Answer>(
             llm,
@@ -540,6 +649,25 @@ fn ask_session(
                 tracing::debug!(session = s.id, phrase = %answer.about_user, %why, "no profile phrase");
                 break;
             }
+            Verdict::Sharpen(text, why) if attempt == 0 => {
+                tracing::debug!(session = s.id, phrase = %answer.about_user, %why, "profile phrase asked again");
+                out.retries += 1;
+                fallback = Some(Phrase {
+                    session: s.id,
+                    rank,
+                    text,
+                    kind: answer.kind,
+                    relevance: answer.relevance,
+                    probability: None,
+                });
+                note = format!(
+                    "\n\nYour answer \"{}\" was rejected because {why}. Answer again.",
+                    answer.about_user.trim()
+                );
+            }
+            // The second answer is no sharper: the first one stands, and code puts in the
+            // amount (the small model tends to repeat itself word for word).
+            Verdict::Sharpen(..) => break,
             Verdict::Retry(why) => {
                 tracing::debug!(session = s.id, phrase = %answer.about_user, %why, attempt, "profile phrase refused");
                 if attempt == 0 {
@@ -552,6 +680,14 @@ fn ask_session(
                 }
             }
         }
+    }
+    if out.phrase.is_none() {
+        out.phrase = fallback.map(|mut phrase| {
+            if let Some(amount) = lost_amount(&phrase.text, &session) {
+                phrase.text = with_amount(&phrase.text, &amount);
+            }
+            phrase
+        });
     }
     Ok(out)
 }
@@ -724,6 +860,81 @@ pub(crate) mod tests {
         assert_eq!(stubborn.prompts().len(), 2);
         assert!(stubborn.prompts()[1].contains("repeats the question"));
         assert!(out.phrases.is_empty());
+    }
+
+    #[test]
+    fn an_amount_the_phrase_lost_is_asked_for_once_and_the_first_phrase_stands_otherwise() {
+        let item = "I set aside 120 dollars for sports gear this month and that is my hard ceiling";
+        assert_eq!(
+            lost_amount("has limited budget, wants to track spending", item).as_deref(),
+            Some("120 dollars")
+        );
+        assert_eq!(
+            lost_amount("can spend little", "Price cap: $85.").as_deref(),
+            Some("$85")
+        );
+        assert_eq!(lost_amount("budget of 120 dollars", item), None, "kept");
+        assert_eq!(lost_amount("has knee pain", item), None, "not about money");
+        assert_eq!(
+            lost_amount("has a budget", "$85 for shoes, 85 dollars at most").as_deref(),
+            Some("$85"),
+            "one amount said twice"
+        );
+        assert_eq!(
+            with_amount("Wants to spend little", "$85"),
+            "Wants to spend ($85) little"
+        );
+        assert_eq!(
+            lost_amount("has a limited budget", "budget running shoes 2024"),
+            None,
+            "a year is not an amount"
+        );
+
+        let sessions = [search(5, item)];
+        let sharper = Scripted::new(|p| {
+            if p.contains("was rejected because") {
+                reply("can spend 120 dollars on sports gear", "constraint", 3)
+            } else {
+                reply("has limited budget for sports gear", "constraint", 3)
+            }
+        });
+        let out = extract(&sharper, None, QUERY, &sessions).unwrap();
+        let prompts = sharper.prompts();
+        assert_eq!(prompts.len(), 2);
+        assert!(
+            prompts[1].contains("the item gives the amount \"120 dollars\""),
+            "{}",
+            prompts[1]
+        );
+        assert_eq!(out.retries, 1);
+        assert_eq!(out.phrases[0].text, "Can spend 120 dollars on sports gear");
+
+        // A retry that is no better (or worse) leaves the first phrase, with the amount put in
+        // by code.
+        let same = Scripted::new(|p| {
+            if p.contains("was rejected because") {
+                reply("{broken", "constraint", 3)
+            } else {
+                reply("has limited budget for sports gear", "constraint", 3)
+            }
+        });
+        let out = extract(&same, None, QUERY, &sessions).unwrap();
+        assert_eq!(same.prompts().len(), 2);
+        assert_eq!(out.phrases.len(), 1);
+        assert_eq!(
+            out.phrases[0].text,
+            "Has limited budget (120 dollars) for sports gear"
+        );
+        let two = [search(
+            6,
+            "My budget for sports gear is limited: $85, or 120 dollars with the insoles",
+        )];
+        let out = extract(&same, None, QUERY, &two).unwrap();
+        assert_eq!(out.phrases.len(), 1);
+        assert_eq!(
+            out.phrases[0].text, "Has limited budget for sports gear",
+            "two amounts: code does not pick one"
+        );
     }
 
     #[test]

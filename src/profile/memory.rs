@@ -304,7 +304,8 @@ fn read_burst(
                 None => checks.check_phrase(&n.about_user, text)?,
             };
             match verdict {
-                Verdict::Keep(kept) => {
+                // Not asked again for an amount: a retry re-reads the whole burst.
+                Verdict::Keep(kept) | Verdict::Sharpen(kept, _) => {
                     let session = burst[n.item - 1].id;
                     if !out
                         .notes

@@ -114,7 +114,7 @@ pub struct ProfileRun {
 }
 
 /// Names how profiles are built, for the cache key.
-const PROFILE_METHOD: &str = "memory-v1-facets";
+const PROFILE_METHOD: &str = "memory-v1-situation-amounts";
 
 /// What else a profile depends on: the sources switched off for personalisation and, when the
 /// profile reads it, the state of the memory.
