@@ -602,16 +602,7 @@ fn situation_probes_bring_the_sessions_that_say_what_the_user_needs() {
     history
         .embed_pending(&embedder, common::EMBED_MODEL, &NoProgress)
         .unwrap();
-    let mut ids = std::collections::HashMap::new();
-    history
-        .store()
-        .for_each_entry(512, |batch| {
-            for s in batch {
-                ids.insert(s.content_hash.clone(), s.id);
-            }
-            Ok(())
-        })
-        .unwrap();
+    let ids = history.ids_by_content_hash().unwrap();
     let question = &user.questions[0];
     let planted: std::collections::HashSet<i64> = question
         .needs

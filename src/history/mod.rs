@@ -11,7 +11,7 @@ pub mod store;
 pub mod text_index;
 pub mod vectors;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -244,6 +244,19 @@ impl History {
     /// The directory holding the database and indexes.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Every entry's id by its content hash: ids depend on import order, hashes do not, so
+    /// labelled sets name entries by hash.
+    pub fn ids_by_content_hash(&self) -> HistoryResult<HashMap<String, i64>> {
+        let mut ids = HashMap::new();
+        self.store.for_each_entry(512, |batch| {
+            for s in batch {
+                ids.insert(s.content_hash.clone(), s.id);
+            }
+            Ok(())
+        })?;
+        Ok(ids)
     }
 
     /// The SQLite store, for read access by other stages (profiles).

@@ -891,13 +891,21 @@ pub(crate) mod tests {
         );
 
         let sessions = [search(5, item)];
-        let sharper = Scripted::new(|p| {
-            if p.contains("was rejected because") {
-                reply("can spend 120 dollars on sports gear", "constraint", 3)
-            } else {
-                reply("has limited budget for sports gear", "constraint", 3)
-            }
-        });
+        // First "has limited budget for sports gear", then `second` when asked again.
+        let asked_again = |second: String| {
+            Scripted::new(move |p| {
+                if p.contains("was rejected because") {
+                    second.clone()
+                } else {
+                    reply("has limited budget for sports gear", "constraint", 3)
+                }
+            })
+        };
+        let sharper = asked_again(reply(
+            "can spend 120 dollars on sports gear",
+            "constraint",
+            3,
+        ));
         let out = extract(&sharper, None, QUERY, &sessions).unwrap();
         let prompts = sharper.prompts();
         assert_eq!(prompts.len(), 2);
@@ -911,13 +919,7 @@ pub(crate) mod tests {
 
         // A retry that is no better (or worse) leaves the first phrase, with the amount put in
         // by code.
-        let same = Scripted::new(|p| {
-            if p.contains("was rejected because") {
-                reply("{broken", "constraint", 3)
-            } else {
-                reply("has limited budget for sports gear", "constraint", 3)
-            }
-        });
+        let same = asked_again("{\"about_user\": \"cut of".to_string());
         let out = extract(&same, None, QUERY, &sessions).unwrap();
         assert_eq!(same.prompts().len(), 2);
         assert_eq!(out.phrases.len(), 1);

@@ -743,17 +743,7 @@ pub(crate) fn import_scratch(
 }
 
 pub(crate) fn ids_by_hash(history: &History) -> Result<HashMap<String, i64>, EvalError> {
-    let mut ids = HashMap::new();
-    history
-        .store()
-        .for_each_entry(512, |batch| {
-            for s in batch {
-                ids.insert(s.content_hash.clone(), s.id);
-            }
-            Ok(())
-        })
-        .map_err(rudder::history::HistoryError::from)?;
-    Ok(ids)
+    Ok(history.ids_by_content_hash()?)
 }
 
 /// A fresh folder for user `index`'s scratch history. A folder left by an earlier evaluation
