@@ -632,17 +632,18 @@ fn ask_session(
                 break;
             }
         };
+        let phrase = |text: String| Phrase {
+            session: s.id,
+            rank,
+            text,
+            kind: answer.kind,
+            relevance: answer.relevance,
+            probability: None,
+        };
         match checks.check(&answer, &session)? {
             Verdict::Keep(text) => {
                 tracing::debug!(session = s.id, %text, relevance = answer.relevance, "profile phrase");
-                out.phrase = Some(Phrase {
-                    session: s.id,
-                    rank,
-                    text,
-                    kind: answer.kind,
-                    relevance: answer.relevance,
-                    probability: None,
-                });
+                out.phrase = Some(phrase(text));
                 break;
             }
             Verdict::Drop(why) => {
@@ -652,14 +653,7 @@ fn ask_session(
             Verdict::Sharpen(text, why) if attempt == 0 => {
                 tracing::debug!(session = s.id, phrase = %answer.about_user, %why, "profile phrase asked again");
                 out.retries += 1;
-                fallback = Some(Phrase {
-                    session: s.id,
-                    rank,
-                    text,
-                    kind: answer.kind,
-                    relevance: answer.relevance,
-                    probability: None,
-                });
+                fallback = Some(phrase(text));
                 note = format!(
                     "\n\nYour answer \"{}\" was rejected because {why}. Answer again.",
                     answer.about_user.trim()
