@@ -204,6 +204,7 @@ fn cheap_options() -> ProfileOptions {
         // statement, still judged, so the phrases these tests look at stay.
         relevance_threshold: -1.0,
         memory_candidates: rudder::profile::memory::MEMORY_CANDIDATES,
+        ..ProfileOptions::default()
     }
 }
 
@@ -667,5 +668,27 @@ fn situation_probes_bring_the_sessions_that_say_what_the_user_needs() {
     assert!(
         with_probes > lines_alone,
         "{with_probes} with the probes, {lines_alone} from the model's lines alone"
+    );
+
+    // A candidate is marked probe-only exactly when none of the question's own lines found it;
+    // the planting sessions the probes added are among those (their phrases face a higher bar).
+    let by_lines: std::collections::HashSet<i64> = lists.iter().flatten().copied().collect();
+    let candidates = retrieve(
+        &mut history,
+        with,
+        std::slice::from_ref(&facets),
+        ExpansionMode::Facets,
+        &Filter::default(),
+        16,
+    )
+    .unwrap();
+    for c in &candidates {
+        assert_eq!(c.probe_only, !by_lines.contains(&c.id), "{c:?}");
+    }
+    assert!(
+        candidates
+            .iter()
+            .any(|c| c.probe_only && planted.contains(&c.id)),
+        "{candidates:?}"
     );
 }

@@ -18,6 +18,7 @@ pub mod retrieve;
 pub mod select;
 pub mod user_statements;
 
+use std::collections::HashSet;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -75,6 +76,16 @@ pub struct ProfileOptions {
     /// shown on the You screen, where a statement the user keeps shapes every profile.
     #[serde(default)]
     pub memory_candidates: usize,
+    /// How much higher the relevance bar is for what a session says when only a situation
+    /// probe ([`retrieve::SITUATION_PROBES`]) retrieved it: the probes are the same for every
+    /// question, so their sessions (a budget, a knee, a shift pattern) are candidates for every
+    /// profile, and only a clear bearing on this question should let them in.
+    #[serde(default = "default_probe_only_margin")]
+    pub probe_only_margin: f32,
+}
+
+fn default_probe_only_margin() -> f32 {
+    relevance::PROBE_ONLY_MARGIN
 }
 
 impl Default for ProfileOptions {
@@ -88,6 +99,7 @@ impl Default for ProfileOptions {
             use_cache: true,
             relevance_threshold: relevance::RELEVANCE_THRESHOLD,
             memory_candidates: 0,
+            probe_only_margin: relevance::PROBE_ONLY_MARGIN,
         }
     }
 }
@@ -114,7 +126,7 @@ pub struct ProfileRun {
 }
 
 /// Names how profiles are built, for the cache key.
-const PROFILE_METHOD: &str = "memory-v1-situation-amounts";
+const PROFILE_METHOD: &str = "memory-v1-answer-style-probe-margin";
 
 /// What else a profile depends on: the sources switched off for personalisation and, when the
 /// profile reads it, the state of the memory.
@@ -153,6 +165,7 @@ fn cache_key(model: &str, query: &str, options: &ProfileOptions, context: &str) 
             options.selection,
             options.relevance_threshold,
             options.memory_candidates,
+            options.probe_only_margin,
         ))
         .unwrap_or_default(),
     );
@@ -288,12 +301,21 @@ fn inferred_query_profile(
     let mut extracted = extract(llm, vectors, query, &shown)?;
     usage += extracted.usage;
     let generation_started = Instant::now();
+    let probe_only: HashSet<i64> = candidates
+        .iter()
+        .filter(|c| c.probe_only)
+        .map(|c| c.id)
+        .collect();
     let mut judged = judge_relevance(
         llm,
         vectors.map(|e| (e, facets.as_slice())),
         query,
         &mut extracted,
-        options.relevance_threshold,
+        Bar {
+            threshold: options.relevance_threshold,
+            probe_only: &probe_only,
+            probe_only_margin: options.probe_only_margin,
+        },
     )?;
     usage += judged;
     judged += from_memory.usage;
@@ -357,15 +379,36 @@ fn inferred_query_profile(
     Ok(run)
 }
 
+/// The relevance bar a phrase must pass: the profile's threshold, raised by a margin for a
+/// phrase from a session only a situation probe retrieved.
+struct Bar<'a> {
+    threshold: f32,
+    probe_only: &'a HashSet<i64>,
+    probe_only_margin: f32,
+}
+
+impl Bar<'_> {
+    /// The threshold for a phrase read from `session`; a threshold below 0 keeps everything,
+    /// and still does.
+    fn for_session(&self, session: i64) -> f32 {
+        if self.threshold >= 0.0 && self.probe_only.contains(&session) {
+            self.threshold + self.probe_only_margin
+        } else {
+            self.threshold
+        }
+    }
+}
+
 /// Judges every extracted phrase by the model's P(yes) that it matters for `query` (with its
 /// similarity to the question's facet lines, when there are some) and keeps those that pass
-/// `threshold`, recording each one's score. Returns the calls' cost.
+/// the bar, and every phrase on how the user wants answers, recording each one's score.
+/// Returns the calls' cost.
 fn judge_relevance(
     llm: &dyn Llm,
     facets: Option<(&dyn Embedder, &[String])>,
     query: &str,
     extracted: &mut Extracted,
-    threshold: f32,
+    bar: Bar,
 ) -> Result<Usage, ProfileError> {
     if extracted.phrases.is_empty() {
         return Ok(Usage::default());
@@ -378,9 +421,15 @@ fn judge_relevance(
     let phrases = std::mem::take(&mut extracted.phrases);
     for (mut phrase, j) in phrases.into_iter().zip(judged) {
         phrase.probability = Some(j.score());
-        let kept = j.passes(threshold);
+        // How the user wants answers holds for every question (`is_answer_style`).
+        let answer_style =
+            phrase.kind == PhraseKind::Presentation && query_profile::is_answer_style(&phrase.text);
+        let kept = answer_style || j.passes(bar.for_session(phrase.session));
         tracing::debug!(
             phrase = %phrase.text,
+            kind = ?phrase.kind,
+            answer_style,
+            probe_only = bar.probe_only.contains(&phrase.session),
             probability = j.probability,
             bias = j.bias,
             facet_similarity = j.facet_similarity,
@@ -454,4 +503,26 @@ pub fn general_profile(
         )
         .map_err(HistoryError::from)?;
     Ok((shown(profile), usage))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_phrase_from_a_session_only_a_probe_found_faces_the_raised_bar_unless_all_are_kept() {
+        let probe_only: HashSet<i64> = [7].into_iter().collect();
+        let bar = Bar {
+            threshold: 0.25,
+            probe_only: &probe_only,
+            probe_only_margin: 0.1,
+        };
+        assert!((bar.for_session(7) - 0.35).abs() < 1e-6);
+        assert_eq!(bar.for_session(8), 0.25);
+        let keep_all = Bar {
+            threshold: -1.0,
+            ..bar
+        };
+        assert_eq!(keep_all.for_session(7), -1.0);
+    }
 }

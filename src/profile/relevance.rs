@@ -32,6 +32,14 @@ use crate::llm::{map_concurrent, probability_of_yes, Llm, Message, Usage};
 /// threshold is a profile option so a bigger model can be calibrated and given its own.
 pub const RELEVANCE_THRESHOLD: f32 = 0.25;
 
+/// How much higher the bar is for a phrase from a session that only a situation probe
+/// retrieved ([`super::ProfileOptions::probe_only_margin`]). On the planted set (`rudder eval
+/// quality`, 8 questions and 8 users asking another user's question, qwen2.5-coder-1.5b) the
+/// probe-only phrases kept at the plain bar scored 0.39–0.40 and were both unrelated ("Wants a
+/// shorter email" for a laptop, film photography for a statistics question); 0.1 is twice
+/// the ±0.05 the judge's scores move between runs.
+pub const PROBE_ONLY_MARGIN: f32 = 0.1;
+
 /// A question with its facet lines (empty when the profile has none).
 #[derive(Debug, Clone, Copy)]
 pub struct Question<'a> {

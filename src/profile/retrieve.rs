@@ -1,5 +1,7 @@
 //! Candidate retrieval: hybrid history search with each expansion, and their fusion.
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Serialize};
 
 use super::expand::{Expanded, Expansion};
@@ -87,6 +89,11 @@ pub struct Candidate {
     pub id: i64,
     /// Fused reciprocal-rank score (higher is better).
     pub score: f32,
+    /// Only a [`SITUATION_PROBES`] line found it: nothing searched for this question did, so
+    /// what it says about the user is held to a higher bar
+    /// ([`super::ProfileOptions::probe_only_margin`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probe_only: bool,
 }
 
 /// The top `n` sessions for `mode`, using the already computed `expanded` texts (each
@@ -101,6 +108,8 @@ pub fn retrieve(
     n: usize,
 ) -> Result<Vec<Candidate>, ProfileError> {
     let mut lists: Vec<Vec<i64>> = Vec::new();
+    // What the question's own texts found; the rest came from the situation probes alone.
+    let mut found_for_question: HashSet<i64> = HashSet::new();
     for want in mode.expansions() {
         let Some(e) = expanded.iter().find(|e| e.expansion == *want) else {
             return Err(ProfileError::Invalid(format!(
@@ -116,6 +125,7 @@ pub fn retrieve(
         };
         for text in texts {
             let hits = history.search(text, filter, n, SearchMode::Hybrid, embedder)?;
+            found_for_question.extend(hits.iter().map(|h| h.id));
             lists.push(hits.into_iter().map(|h| h.id).collect());
         }
         // The model's facet lines are often generic ("I live in a small town"); the kinds of
@@ -131,6 +141,10 @@ pub fn retrieve(
     let refs: Vec<&[i64]> = lists.iter().map(Vec::as_slice).collect();
     Ok(reciprocal_rank_fusion(&refs, n)
         .into_iter()
-        .map(|(id, score)| Candidate { id, score })
+        .map(|(id, score)| Candidate {
+            id,
+            score,
+            probe_only: !found_for_question.contains(&id),
+        })
         .collect())
 }

@@ -156,8 +156,9 @@ pub enum EvalCommand {
         /// offline Wikipedia corpus holds their key points).
         #[arg(long, value_name = "N", default_value_t = QualityOptions::default().grounded_questions)]
         grounded_questions: usize,
-        /// Users (of the report sample) who ask another user's question with their own
-        /// history, to measure false personalisation.
+        /// Users (of the profile sample) who ask another user's question with their own
+        /// history, to measure false personalisation (in the profile, and in the report when
+        /// reports run).
         #[arg(long, value_name = "N", default_value_t = QualityOptions::default().foreign_questions)]
         foreign_questions: usize,
         /// Read each user's history into memory after import (`rudder history remember`) and
@@ -171,6 +172,10 @@ pub enum EvalCommand {
         /// Read at most N sessions of each user's history into memory (default: all).
         #[arg(long, value_name = "N", requires = "memory")]
         memory_limit: Option<usize>,
+        /// How much higher the relevance bar is for a phrase from a session only a situation
+        /// probe retrieved (default: Rudder's).
+        #[arg(long, value_name = "M")]
+        probe_only_margin: Option<f32>,
         /// The evaluation material with researchy-dev/ (answer coverage is skipped without it).
         #[arg(long, value_name = "DIR", env = "RUDDER_EVAL_DIR")]
         eval_dir: Option<PathBuf>,
@@ -292,6 +297,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
             memory,
             memory_candidates,
             memory_limit,
+            probe_only_margin,
             eval_dir,
             depth,
             breadth,
@@ -313,6 +319,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
                 memory,
                 memory_candidates,
                 memory_limit,
+                probe_only_margin,
                 depth,
                 breadth,
                 support_judge,

@@ -89,6 +89,7 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
         // A part of each history: the stage runs and its sessions reach the profiles, at a
         // fraction of reading 350 sessions a user with the model on one thread.
         memory_limit: Some(24),
+        probe_only_margin: None,
         depth: 0,
         breadth: 1,
         support_judge: None,
@@ -187,7 +188,18 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
     );
     assert_eq!(foreign.system, ReportSystem::History);
     assert!(foreign.needs > 0 && foreign.needs_addressed.len() <= foreign.needs);
+    assert!(foreign
+        .needs_named_not_covered
+        .iter()
+        .all(|id| !foreign.needs_addressed.contains(id)));
     assert!(records.false_personalisation().is_some());
+    // Its profile is scored against the same needs, and cites only the user's sessions.
+    assert_eq!(records.foreign_profiles.len(), 1);
+    let profile = &records.foreign_profiles[0];
+    assert_eq!(profile.question, foreign.question);
+    assert_eq!(profile.needs, foreign.needs);
+    assert!(profile.cited_planted <= profile.cited_sessions);
+    assert!(records.profile_false_personalisation().is_some());
 
     assert_eq!(records.coverage.len(), 1);
     let c = &records.coverage[0];
@@ -208,6 +220,7 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
         "finding coverage",
         "Cost per stage",
         "False personalisation",
+        "False personalisation in profiles",
         &first_questions[0],
     ] {
         assert!(table.contains(needle), "{needle:?} missing from\n{table}");

@@ -164,6 +164,7 @@ pub fn run(ctx: &Ctx, args: ProfileArgs) -> anyhow::Result<ExitCode> {
         use_cache: !args.fresh,
         relevance_threshold: args.relevance_threshold,
         memory_candidates: args.memory_candidates,
+        ..ProfileOptions::default()
     };
     let with = embedder
         .as_ref()

@@ -112,8 +112,9 @@ pub struct QualityOptions {
     /// are in the offline Wikipedia corpus, which the reports then need installed).
     pub grounded_questions: usize,
     /// Users asked another user's question with their own history, to measure false
-    /// personalisation (the report states a need of theirs that belongs to another question).
-    /// Taken from the users of the report sample, in order; 0 skips the measure.
+    /// personalisation (the profile, and the report when reports run, state a need of theirs
+    /// that belongs to another question). Taken from the users of the profile sample, in
+    /// order; 0 skips the measure. With no report questions only the profiles are built.
     pub foreign_questions: usize,
     /// Read each user's history into memory after importing it (`rudder history remember`),
     /// and measure what that costs.
@@ -125,6 +126,8 @@ pub struct QualityOptions {
     /// Read at most this many sessions of each user's history into memory (None: all of it;
     /// the tests read a part, the measure reads everything).
     pub memory_limit: Option<usize>,
+    /// [`rudder::profile::ProfileOptions::probe_only_margin`] (None: Rudder's default).
+    pub probe_only_margin: Option<f32>,
     pub depth: u32,
     pub breadth: u32,
     /// The report's support judge threshold (None: Rudder's default; 0: the embedding match
@@ -148,6 +151,7 @@ impl Default for QualityOptions {
             memory: false,
             memory_candidates: 0,
             memory_limit: None,
+            probe_only_margin: None,
             depth: 1,
             breadth: 1,
             support_judge: None,
@@ -253,6 +257,10 @@ pub struct ReportRecord {
     pub needs: usize,
     pub needs_addressed: Vec<String>,
     pub need_uptake: f64,
+    /// Needs that only a "The sources found do not cover: …" item names: not met, but named
+    /// to the reader (on another user's question, a personal fact dragged in all the same).
+    #[serde(default)]
+    pub needs_named_not_covered: Vec<String>,
     pub hygiene: Hygiene,
     #[serde(default)]
     pub findings: FindingCoverage,
@@ -327,6 +335,11 @@ pub struct QualityRecords {
     /// question), so a need "addressed" is a need dragged in from another question.
     #[serde(default)]
     pub foreign: Vec<ReportRecord>,
+    /// The profiles of those foreign questions, scored against the asking user's own needs
+    /// (`needs_stated`: needs of theirs a statement states; `cited_planted`: cited sessions
+    /// that plant one of them). Built also when no report runs.
+    #[serde(default)]
+    pub foreign_profiles: Vec<ProfileRecord>,
     /// The users' histories read into memory (empty when [`QualityOptions::memory`] is off).
     #[serde(default)]
     pub memory: Vec<MemoryRecord>,
@@ -336,14 +349,30 @@ pub struct QualityRecords {
 }
 
 impl QualityRecords {
-    /// The share of foreign-question reports that state a need of their user's (false
-    /// personalisation); `None` when none ran.
+    /// The share of foreign-question profiles that state a need of their user's that belongs
+    /// to another question; `None` when none ran.
+    pub fn profile_false_personalisation(&self) -> Option<f64> {
+        (!self.foreign_profiles.is_empty()).then(|| {
+            share(
+                self.foreign_profiles
+                    .iter()
+                    .filter(|p| !p.needs_stated.is_empty())
+                    .count(),
+                self.foreign_profiles.len(),
+            )
+        })
+    }
+
+    /// The share of foreign-question reports that state a need of their user's, as advice or
+    /// as an item the sources "do not cover" (false personalisation); `None` when none ran.
     pub fn false_personalisation(&self) -> Option<f64> {
         (!self.foreign.is_empty()).then(|| {
             share(
                 self.foreign
                     .iter()
-                    .filter(|r| !r.needs_addressed.is_empty())
+                    .filter(|r| {
+                        !r.needs_addressed.is_empty() || !r.needs_named_not_covered.is_empty()
+                    })
                     .count(),
                 self.foreign.len(),
             )
@@ -455,6 +484,7 @@ pub fn run_quality(
         profiles: Vec::new(),
         reports: Vec::new(),
         foreign: Vec::new(),
+        foreign_profiles: Vec::new(),
         memory: Vec::new(),
         coverage: Vec::new(),
         failures: Vec::new(),
@@ -606,7 +636,7 @@ pub fn run_quality(
     // False personalisation: a user asks the next user's first question, whose subject their
     // history says nothing about; the report must not state their needs for other questions.
     let mut askers: Vec<&PlantedUser> = Vec::new();
-    for (u, _) in &report_sample {
+    for (u, _) in &profile_sample {
         if askers.len() < options.foreign_questions && !askers.iter().any(|a| a.id == u.id) {
             askers.push(u);
         }
@@ -622,13 +652,21 @@ pub fn run_quality(
         let item = format!("{}@{}", asked.id, user.id);
         ctx.progress.note(&format!("false personalisation {item}"));
         let main_dir = history_dirs.get(&user.id).map(PathBuf::as_path);
-        match foreign_run(ctx, options, &needs, &support, index, user, asked, main_dir) {
-            Ok(record) => {
+        let report = !report_sample.is_empty();
+        match foreign_run(
+            ctx, options, &needs, &support, index, user, asked, main_dir, report,
+        ) {
+            Ok((profile, record)) => {
                 ctx.progress.note(&format!(
-                    "false personalisation {item}: {} of the user's needs stated",
-                    record.needs_addressed.len()
+                    "false personalisation {item}: {} of the user's needs in the profile, {} in \
+                     the report",
+                    profile.needs_stated.len(),
+                    record
+                        .as_ref()
+                        .map_or("-".to_string(), |r| r.needs_addressed.len().to_string())
                 ));
-                records.foreign.push(record);
+                records.foreign_profiles.push(profile);
+                records.foreign.extend(record);
             }
             Err(e) => records.failures.push(Failure {
                 stage: "false personalisation".into(),
@@ -786,9 +824,13 @@ fn share(part: usize, whole: usize) -> f64 {
 /// The profile options of every profile this evaluation builds: Rudder's defaults, with
 /// [`QualityOptions::memory_candidates`] remembered statements judged.
 fn profile_options(options: &QualityOptions) -> rudder::profile::ProfileOptions {
+    let defaults = rudder::profile::ProfileOptions::default();
     rudder::profile::ProfileOptions {
         memory_candidates: options.memory_candidates,
-        ..Default::default()
+        probe_only_margin: options
+            .probe_only_margin
+            .unwrap_or(defaults.probe_only_margin),
+        ..defaults
     }
 }
 
@@ -970,6 +1012,16 @@ fn report_run(
         .filter(|s| !s.trim_start().starts_with(NOT_COVERED_OPENING))
         .collect();
     let addressed = needs_addressed(needs, &sentences, &question.needs)?;
+    let not_covered: Vec<String> = text
+        .content_sentences()
+        .into_iter()
+        .filter_map(|(s, _)| findings::not_covered_needs(&s))
+        .flatten()
+        .collect();
+    let named_not_covered: Vec<String> = needs_addressed(needs, &not_covered, &question.needs)?
+        .into_iter()
+        .filter(|id| !addressed.contains(id))
+        .collect();
     let distinct = findings::distinct_findings(&outcome.learnings, ctx.embedder)?;
     Ok(ReportRecord {
         question: question.id.clone(),
@@ -977,6 +1029,7 @@ fn report_run(
         needs: question.needs.len(),
         need_uptake: share(addressed.len(), question.needs.len()),
         needs_addressed: addressed,
+        needs_named_not_covered: named_not_covered,
         hygiene: hygiene::hygiene(&text, support)?,
         findings: findings::finding_coverage(&distinct, &text, support)?,
         consistency: findings::consistency(&outcome.report, support, ctx.embedder)?,
@@ -987,8 +1040,8 @@ fn report_run(
 }
 
 /// `user` asks `asked` (another user's question) with their own history: the profile Rudder
-/// builds for it, then the history report, scored against the user's own needs (all their
-/// questions', tone needs aside).
+/// builds for it, then (when `report`) the history report, both scored against the user's own
+/// needs (all their questions', tone needs aside).
 #[allow(clippy::too_many_arguments)]
 fn foreign_run(
     ctx: &QualityContext,
@@ -999,7 +1052,8 @@ fn foreign_run(
     user: &PlantedUser,
     asked: &PlantedQuestion,
     main_dir: Option<&Path>,
-) -> Result<ReportRecord, EvalError> {
+    report: bool,
+) -> Result<(ProfileRecord, Option<ReportRecord>), EvalError> {
     // The user's history as the profile stage left it (read into memory once), else a fresh
     // import.
     let mut history = match main_dir {
@@ -1016,6 +1070,7 @@ fn foreign_run(
             history
         }
     };
+    let ids = retrieval::ids_by_hash(&history)?;
     let question = PlantedQuestion {
         id: format!("{}@{}", asked.id, user.id),
         query: asked.query.clone(),
@@ -1028,31 +1083,26 @@ fn foreign_run(
             .collect(),
         distractors: Vec::new(),
     };
-    let models = RunModels {
-        llm: ctx.llm,
-        embedder: ctx.embedder,
-        embed_model: &ctx.embed_model,
-    };
-    let mut brief = Brief {
-        query: question.query.clone(),
-        ..Brief::default()
-    };
-    profile_brief(models, &mut history, &mut brief, &profile_options(options))
-        .map_err(|e| run_error(&question.id, "profile", e))?;
+    let (profile, prompt_text) =
+        profile_question(ctx, needs, &mut history, &ids, user, &question, options)?;
+    if !report {
+        return Ok((profile, None));
+    }
     history.release_writer()?;
     let history_dir = history.dir().to_path_buf();
     drop(history);
     let mut history = Some(History::open(&history_dir)?);
-    report_run(
+    let record = report_run(
         ctx,
         options,
         needs,
         support,
         &question,
         ReportSystem::History,
-        Some(brief.profile),
+        Some(prompt_text),
         &mut history,
-    )
+    )?;
+    Ok((profile, Some(record)))
 }
 
 /// A `no-history` report on a Researchy or corpus-grounded question (`set`), and the share of

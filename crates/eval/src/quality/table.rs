@@ -117,17 +117,46 @@ pub fn markdown(r: &QualityRecords) -> String {
             mean(rs.iter().map(|x| x.seconds)).map_or("–".into(), |s| format!("{s:.0}")),
         );
     }
+    if let Some(share) = r.profile_false_personalisation() {
+        let dragged: Vec<String> = r
+            .foreign_profiles
+            .iter()
+            .filter(|x| !x.needs_stated.is_empty())
+            .map(|x| format!("{} ({})", x.question, list(&x.needs_stated)))
+            .collect();
+        let cited: usize = r.foreign_profiles.iter().map(|p| p.cited_sessions).sum();
+        let planted: usize = r.foreign_profiles.iter().map(|p| p.cited_planted).sum();
+        let _ = writeln!(
+            out,
+            "\n**False personalisation in profiles:** {share:.2} of {} profiles for another \
+             user's question state a need of their own user's that belongs to another \
+             question{}; {planted} of the {cited} sessions they cite plant such a need; {:.1} \
+             statements per profile.",
+            r.foreign_profiles.len(),
+            if dragged.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", dragged.join("; "))
+            },
+            mean(r.foreign_profiles.iter().map(|p| p.statements.len() as f64)).unwrap_or(0.0),
+        );
+    }
     if let Some(share) = r.false_personalisation() {
         let dragged: Vec<String> = r
             .foreign
             .iter()
-            .filter(|x| !x.needs_addressed.is_empty())
-            .map(|x| format!("{} ({})", x.question, list(&x.needs_addressed)))
+            .filter(|x| !x.needs_addressed.is_empty() || !x.needs_named_not_covered.is_empty())
+            .map(|x| {
+                let mut ids = x.needs_addressed.clone();
+                ids.extend(x.needs_named_not_covered.iter().cloned());
+                format!("{} ({})", x.question, list(&ids))
+            })
             .collect();
         let _ = writeln!(
             out,
             "\n**False personalisation:** {share:.2} of {} history reports on another user's \
-             question state a need of their own user's that belongs to another question{}.",
+             question state a need of their own user's that belongs to another question, as \
+             advice or as something the sources do not cover{}.",
             r.foreign.len(),
             if dragged.is_empty() {
                 String::new()
