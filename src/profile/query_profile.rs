@@ -224,7 +224,10 @@ fn presentation_cue(text: &str) -> Option<&'static str> {
 /// person likes answers holds for every question, so such a phrase is kept whatever the
 /// question: the relevance judge's contrast (its P(yes) where nothing personal matters) takes
 /// away exactly what makes it matter, and it scored 0.24 for Maya's running shoes against a bar
-/// of 0.37.
+/// of 0.37. Its cues are narrower than `presentation_cue`'s on purpose: that list also matches
+/// "simple" and the "step" of "step-by-step", and with it a replay of the planted set kept two
+/// more lines that glue a topic onto a style in one foreign profile ("Has experience with prime
+/// lenses, wants a step-by-step plan") and stated no more needs.
 pub fn is_answer_style(text: &str) -> bool {
     const CUES: &[&str] = &[
         "bullet",
