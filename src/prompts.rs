@@ -142,6 +142,7 @@ mod tests {
             facts => "1. Nylon tents weigh 1.2 kg.", problems => "", need => "a light tent",
             context => "1. Nylon tents weigh 1.2 kg. Polyester ones weigh more.",
             text => "Nylon tents weigh 1.2 kg.", language => "French", known => "",
+            short => false, plain => false,
         };
         for (name, _) in super::TEMPLATES {
             // The clarify_ templates are covered by `clarify::tests`; the node's retry is a
@@ -167,9 +168,26 @@ mod tests {
                 "{name}"
             );
         }
-        let leaf =
-            super::render("research_node", minijinja::context! { leaf => true, ..ctx }).unwrap();
+        let leaf = super::render(
+            "research_node",
+            minijinja::context! { leaf => true, ..ctx.clone() },
+        )
+        .unwrap();
         assert!(!leaf.contains("wild-card"));
+        // A reader who wants short answers in plain words: the paragraph asks for a short
+        // sentence per fact and no detail around them.
+        let styled = minijinja::context! { short => true, plain => true, ..ctx.clone() };
+        let paragraph = super::render("report_paragraph", styled).unwrap();
+        assert!(
+            paragraph.contains("one short sentence for each fact"),
+            "{paragraph}"
+        );
+        assert!(!paragraph.contains("3 to 5"), "{paragraph}");
+        assert!(!paragraph.contains("You may add one detail"), "{paragraph}");
+        assert!(paragraph.contains("Use everyday words"), "{paragraph}");
+        let unstyled = super::render("report_paragraph", ctx).unwrap();
+        assert!(unstyled.contains("You may add one detail"), "{unstyled}");
+        assert!(!unstyled.contains("everyday words"), "{unstyled}");
     }
 
     #[test]

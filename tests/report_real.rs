@@ -138,6 +138,7 @@ fn a_small_model_writes_a_report_with_no_debris_and_no_repeats() {
         // `eval_support` and `research_real`'s node test.
         support_judge: Some(rudder::checks::judge::threshold_for(common::CHAT_MODEL))
             .filter(|&t| t > 0.0),
+        style: &report::AnswerStyle::default(),
     };
     let (report, completions) = report::write(&llm, &embedder, &input, &mut |_, _| {}).unwrap();
     eprintln!("{}", report.markdown);
@@ -342,6 +343,7 @@ fn a_question_in_french_gets_french_labels_and_checked_translations() {
         evidence: &evidence,
         current_date: "2025-05-01",
         support_judge: None,
+        style: &report::AnswerStyle::default(),
     };
     let (report, completions) = report::write(&llm, &embedder, &input, &mut |_, _| {}).unwrap();
     eprintln!("{}", report.markdown);
@@ -374,4 +376,62 @@ fn a_question_in_french_gets_french_labels_and_checked_translations() {
             assert!(sentence_debris(&s).is_none(), "debris: {s:?}");
         }
     }
+}
+
+#[test]
+fn a_small_model_writes_short_bullet_points_for_a_reader_who_wants_them() {
+    let models = common::store();
+    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
+    let llm = common::small_model();
+    let (tree, learnings, evidence) = fixture();
+    let persona = Persona::default();
+    let profile =
+        "Domain: hobby — tea\nExplanation style:\n- Wants short bullet points from now on\n";
+    let style = report::answer_style(profile, &[]);
+    assert_eq!(style.form, report::Form::Bullets);
+    assert!(style.short);
+    let write = |style: &report::AnswerStyle| {
+        let input = ReportInput {
+            query: "How should I brew tea at home?",
+            asked: "",
+            persona: &persona,
+            profile,
+            needs: &[],
+            aspects: &[],
+            tree: &tree,
+            learnings: &learnings,
+            evidence: &evidence,
+            current_date: "2025-05-01",
+            support_judge: None,
+            style,
+        };
+        report::write(&llm, &embedder, &input, &mut |_, _| {})
+            .unwrap()
+            .0
+    };
+    let styled = write(&style);
+    let prose = write(&report::AnswerStyle::default());
+    eprintln!("{}\n----\n{}", styled.markdown, prose.markdown);
+    let items: Vec<&str> = styled
+        .markdown
+        .lines()
+        .skip_while(|l| !l.starts_with("## "))
+        .take_while(|l| !l.starts_with("## References"))
+        .filter(|l| !l.is_empty() && !l.starts_with("## "))
+        .collect();
+    assert!(!items.is_empty(), "{}", styled.markdown);
+    for item in &items {
+        let text = item
+            .strip_prefix("- ")
+            .unwrap_or_else(|| panic!("not a bullet point: {item:?}\n{}", styled.markdown));
+        let sentence = text.split(" [\\[").next().unwrap();
+        assert!(sentence_debris(sentence).is_none(), "debris: {item:?}");
+    }
+    // What the research found is all there, in the reader's form, and the report says whose
+    // style it follows.
+    assert_eq!(styled.cited_numbers(), prose.cited_numbers());
+    assert!(styled
+        .markdown
+        .contains("Wants short bullet points from now on"));
+    assert!(!prose.markdown.contains("Written as you like answers"));
 }

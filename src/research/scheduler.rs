@@ -398,6 +398,7 @@ mod tests {
                 markdown: String::new(),
                 language: String::new(),
                 untranslated: 0,
+                style: Default::default(),
             })),
         });
         let s = fold(events);

@@ -65,6 +65,14 @@ pub struct Labels {
     pub translated: &'static str,
     /// Said when `{n}` texts stayed as written.
     pub untranslated: &'static str,
+    /// Opens the line that says the report follows how the reader likes answers.
+    pub styled: &'static str,
+    /// How, in that line.
+    pub short: &'static str,
+    pub bullets: &'static str,
+    pub steps: &'static str,
+    pub checklist: &'static str,
+    pub plain: &'static str,
 }
 
 pub const ENGLISH: Labels = Labels {
@@ -73,6 +81,12 @@ pub const ENGLISH: Labels = Labels {
     references: "References",
     translated: "Translated by the local model from the English the sources were read and checked in; the translation may contain errors.",
     untranslated: "{n} texts are left in English: their translation did not pass the checks.",
+    styled: "Written as you like answers",
+    short: "short",
+    bullets: "in bullet points",
+    steps: "as numbered steps",
+    checklist: "as a checklist",
+    plain: "in plain words",
 };
 
 /// The labels in `lang`, where the table has them.
@@ -84,6 +98,12 @@ pub fn labels(lang: Option<Lang>) -> Labels {
             references: "Références",
             translated: "Traduit par le modèle local depuis l'anglais, la langue dans laquelle les sources ont été lues et vérifiées ; la traduction peut contenir des erreurs.",
             untranslated: "{n} textes restent en anglais : leur traduction n'a pas passé les vérifications.",
+            styled: "Rédigé comme vous aimez les réponses",
+            short: "court",
+            bullets: "sous forme de puces",
+            steps: "en étapes numérotées",
+            checklist: "sous forme de liste à cocher",
+            plain: "en mots simples",
         },
         Some(Lang::Deu) => Labels {
             question: "Frage",
@@ -91,6 +111,12 @@ pub fn labels(lang: Option<Lang>) -> Labels {
             references: "Quellen",
             translated: "Vom lokalen Modell übersetzt aus dem Englischen, in dem die Quellen gelesen und geprüft wurden; die Übersetzung kann Fehler enthalten.",
             untranslated: "{n} Texte bleiben auf Englisch: ihre Übersetzung hat die Prüfungen nicht bestanden.",
+            styled: "Geschrieben, wie Sie Antworten mögen",
+            short: "kurz",
+            bullets: "in Stichpunkten",
+            steps: "in nummerierten Schritten",
+            checklist: "als Checkliste",
+            plain: "in einfachen Worten",
         },
         Some(Lang::Spa) => Labels {
             question: "Pregunta",
@@ -98,6 +124,12 @@ pub fn labels(lang: Option<Lang>) -> Labels {
             references: "Referencias",
             translated: "Traducido por el modelo local del inglés, el idioma en que se leyeron y comprobaron las fuentes; la traducción puede contener errores.",
             untranslated: "{n} textos quedan en inglés: su traducción no pasó las comprobaciones.",
+            styled: "Escrito como le gustan las respuestas",
+            short: "breve",
+            bullets: "en viñetas",
+            steps: "en pasos numerados",
+            checklist: "como lista de verificación",
+            plain: "con palabras sencillas",
         },
         Some(Lang::Ita) => Labels {
             question: "Domanda",
@@ -105,6 +137,12 @@ pub fn labels(lang: Option<Lang>) -> Labels {
             references: "Riferimenti",
             translated: "Tradotto dal modello locale dall'inglese, la lingua in cui le fonti sono state lette e verificate; la traduzione può contenere errori.",
             untranslated: "{n} testi restano in inglese: la loro traduzione non ha superato i controlli.",
+            styled: "Scritto come preferisci le risposte",
+            short: "breve",
+            bullets: "per punti",
+            steps: "in passi numerati",
+            checklist: "come lista di controllo",
+            plain: "con parole semplici",
         },
         Some(Lang::Por) => Labels {
             question: "Pergunta",
@@ -112,6 +150,12 @@ pub fn labels(lang: Option<Lang>) -> Labels {
             references: "Referências",
             translated: "Traduzido pelo modelo local do inglês, a língua em que as fontes foram lidas e verificadas; a tradução pode conter erros.",
             untranslated: "{n} textos ficam em inglês: a tradução não passou nas verificações.",
+            styled: "Escrito como você gosta das respostas",
+            short: "curto",
+            bullets: "em tópicos",
+            steps: "em passos numerados",
+            checklist: "como lista de verificação",
+            plain: "em palavras simples",
         },
         Some(Lang::Nld) => Labels {
             question: "Vraag",
@@ -119,6 +163,12 @@ pub fn labels(lang: Option<Lang>) -> Labels {
             references: "Bronnen",
             translated: "Door het lokale model vertaald uit het Engels, waarin de bronnen zijn gelezen en gecontroleerd; de vertaling kan fouten bevatten.",
             untranslated: "{n} teksten blijven in het Engels: hun vertaling doorstond de controles niet.",
+            styled: "Geschreven zoals u antwoorden wilt",
+            short: "kort",
+            bullets: "in opsommingstekens",
+            steps: "in genummerde stappen",
+            checklist: "als checklist",
+            plain: "in eenvoudige woorden",
         },
         _ => ENGLISH,
     }

@@ -21,6 +21,7 @@ pub mod language;
 mod needs;
 mod outline;
 mod prose;
+mod style;
 #[cfg(test)]
 mod writing_tests;
 
@@ -41,6 +42,7 @@ pub use needs::{need_label, needs_from, Need, MAX_NEEDS, NOT_COVERED_OPENING};
 pub use outline::{
     DUPLICATE_COSINE, NEED_MATCH_COSINE, OFF_TOPIC_SECTION, PARAGRAPH_LEARNINGS, SUMMARY_LEARNINGS,
 };
+pub use style::{answer_style, AnswerStyle, Form};
 
 /// A paragraph and the references it cites (numbers into [`Report::references`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,6 +88,10 @@ pub struct Report {
     /// Texts left as written because no translation passed the checks.
     #[serde(default)]
     pub untranslated: usize,
+    /// How the body is written for this reader ([`answer_style`]): the default for a reader
+    /// Rudder knows nothing about, and for reports written before styles existed.
+    #[serde(default)]
+    pub style: AnswerStyle,
 }
 
 impl Report {
@@ -133,6 +139,8 @@ pub struct ReportInput<'a> {
     /// The lowest P(yes) the chat model must give that a sentence's passage states it
     /// ([`crate::checks::judge`]); None: the embedding match alone.
     pub support_judge: Option<f32>,
+    /// How the reader wants answers ([`answer_style`]).
+    pub style: &'a AnswerStyle,
 }
 
 /// The heading of the section that answers the reader's needs.
@@ -250,6 +258,7 @@ pub fn write(
             markdown: String::new(),
             language: String::new(),
             untranslated: 0,
+            style: AnswerStyle::default(),
         };
         report.markdown = render_markdown(&report);
         return Ok((report, writer.completions));
@@ -259,10 +268,11 @@ pub fn write(
     // then taken into the report in reading order, where what a draft repeats of the
     // paragraphs and headings before it is dropped or asked again.
     let query = input.query;
+    let style = input.style;
     let mut jobs = vec![Job {
         slot: Slot::Title,
         work: Work::Heading {
-            prompt: Prompt::new("report_title", query, "", facts(&outline.summary)),
+            prompt: Prompt::new("report_title", query, "", facts(&outline.summary), style),
             field: "title",
             fallback: query,
             title: true,
@@ -274,7 +284,7 @@ pub fn write(
                 slot: Slot::SectionParagraph(section),
                 work: Work::Paragraph {
                     learnings: ls,
-                    prompt: Prompt::new("report_paragraph", query, "", facts(ls)),
+                    prompt: Prompt::new("report_paragraph", query, "", facts(ls), style),
                 },
             });
         }
@@ -288,7 +298,7 @@ pub fn write(
         jobs.push(Job {
             slot: Slot::SectionHeading(section),
             work: Work::Heading {
-                prompt: Prompt::new("report_heading", query, "", facts(&lead)),
+                prompt: Prompt::new("report_heading", query, "", facts(&lead), style),
                 field: "heading",
                 fallback: &outlined.topic,
                 title: false,
@@ -301,7 +311,7 @@ pub fn write(
         slot: Slot::Summary,
         work: Work::Paragraph {
             learnings: &outline.summary,
-            prompt: Prompt::new("report_summary", query, "", facts(&outline.summary)),
+            prompt: Prompt::new("report_summary", query, "", facts(&outline.summary), style),
         },
     });
     // What this means for you: each need with the findings that answer it, then the needs
@@ -319,7 +329,13 @@ pub fn write(
             slot: Slot::Need(&need.label),
             work: Work::Paragraph {
                 learnings: &need.learnings,
-                prompt: Prompt::new("report_need", query, &need.label, facts(&need.learnings)),
+                prompt: Prompt::new(
+                    "report_need",
+                    query,
+                    &need.label,
+                    facts(&need.learnings),
+                    style,
+                ),
             },
         });
     }
@@ -482,6 +498,7 @@ pub fn write(
         markdown: String::new(),
         language: String::new(),
         untranslated: 0,
+        style: input.style.clone(),
     };
     let mut completions = writer.completions;
     if let Some(lang) = lang {
@@ -537,20 +554,33 @@ struct Prompt<'p> {
     facts: String,
     /// What the sources say around the facts (paragraphs only: a detail the writer may add).
     context: String,
+    /// One short sentence per fact and no detail around them ([`AnswerStyle::short`]).
+    short: bool,
+    /// Everyday words ([`AnswerStyle::plain`]).
+    plain: bool,
 }
 
 impl<'p> Prompt<'p> {
-    fn new(template: &'static str, query: &'p str, need: &'p str, facts: Vec<Fact>) -> Self {
+    fn new(
+        template: &'static str,
+        query: &'p str,
+        need: &'p str,
+        facts: Vec<Fact>,
+        style: &AnswerStyle,
+    ) -> Self {
         Prompt {
             template,
             query,
             need,
             facts: prose::numbered(&facts),
-            context: if template == "report_paragraph" {
+            // A reader who wants short answers gets the facts without a detail around them.
+            context: if template == "report_paragraph" && !style.short {
                 prose::numbered_excerpts(&facts)
             } else {
                 String::new()
             },
+            short: style.short,
+            plain: style.plain,
         }
     }
 
@@ -562,6 +592,8 @@ impl<'p> Prompt<'p> {
                 need => self.need,
                 facts => self.facts,
                 context => self.context,
+                short => self.short,
+                plain => self.plain,
                 problems => problems,
             },
         )?)
@@ -590,6 +622,78 @@ fn cite_marks(citations: &[usize]) -> String {
         .collect()
 }
 
+/// A section's paragraphs as list items, one per sentence; a paragraph's citations follow its
+/// last sentence, as they follow the paragraph in prose.
+fn list_items(paragraphs: &[Paragraph], form: Form) -> String {
+    let mut out = String::new();
+    let mut number = 0;
+    for p in paragraphs {
+        let sentences = split_sentences(&p.text);
+        let last = sentences.len().saturating_sub(1);
+        for (i, sentence) in sentences.iter().enumerate() {
+            number += 1;
+            let marker = match form {
+                Form::Steps => format!("{number}. "),
+                Form::Checklist => "- [ ] ".to_string(),
+                Form::Bullets | Form::Paragraphs => "- ".to_string(),
+            };
+            let cites = if i == last {
+                cite_marks(&p.citations)
+            } else {
+                String::new()
+            };
+            out.push_str(&format!(
+                "{marker}{}{cites}\n",
+                escape_block(sentence.trim())
+            ));
+        }
+    }
+    out
+}
+
+/// The line under the question that says how the report follows the reader's style, and the
+/// statements it follows, so they can correct them.
+fn style_note(style: &AnswerStyle, labels: &language::Labels) -> String {
+    let mut how: Vec<&str> = Vec::new();
+    if style.short {
+        how.push(labels.short);
+    }
+    match style.form {
+        Form::Paragraphs => {}
+        Form::Bullets => how.push(labels.bullets),
+        Form::Steps => how.push(labels.steps),
+        Form::Checklist => how.push(labels.checklist),
+    }
+    if style.plain {
+        how.push(labels.plain);
+    }
+    let because: Vec<String> = style
+        .because
+        .iter()
+        .map(|b| format!("“{}”", escape_markdown(b.trim())))
+        .collect();
+    format!(
+        "*{}: {} ({}).*\n\n",
+        labels.styled,
+        how.join(", "),
+        because.join("; ")
+    )
+}
+
+/// Text that starts a block (a paragraph or a list item), escaped so its first characters
+/// cannot open a list: "1990. The press …" would otherwise be an ordered list from 1990.
+fn escape_block(text: &str) -> String {
+    let escaped = escape_markdown(text);
+    let digits = escaped.chars().take_while(char::is_ascii_digit).count();
+    if digits > 0 && matches!(escaped[digits..].chars().next(), Some('.' | ')')) {
+        format!("{}\\{}", &escaped[..digits], &escaped[digits..])
+    } else if escaped.starts_with(['-', '+']) {
+        format!("\\{escaped}")
+    } else {
+        escaped
+    }
+}
+
 fn render_markdown(report: &Report) -> String {
     let lang = whatlang::Lang::from_code(report.language.as_str());
     let labels = language::labels(lang);
@@ -609,19 +713,30 @@ fn render_markdown(report: &Report) -> String {
         }
         md.push_str("*\n\n");
     }
+    if !report.style.is_default() {
+        md.push_str(&style_note(&report.style, &labels));
+    }
     md.push_str(&format!(
         "{}{}\n\n",
-        escape_markdown(&report.summary.text),
+        escape_block(&report.summary.text),
         cite_marks(&report.summary.citations)
     ));
     for s in &report.sections {
         md.push_str(&format!("## {}\n\n", escape_markdown(&s.heading)));
-        for p in &s.paragraphs {
-            md.push_str(&format!(
-                "{}{}\n\n",
-                escape_markdown(&p.text),
-                cite_marks(&p.citations)
-            ));
+        match report.style.form {
+            Form::Paragraphs => {
+                for p in &s.paragraphs {
+                    md.push_str(&format!(
+                        "{}{}\n\n",
+                        escape_block(&p.text),
+                        cite_marks(&p.citations)
+                    ));
+                }
+            }
+            form => {
+                md.push_str(&list_items(&s.paragraphs, form));
+                md.push('\n');
+            }
         }
     }
     if !report.closing.is_empty() {
@@ -698,6 +813,7 @@ mod tests {
             markdown: String::new(),
             language: String::new(),
             untranslated: 0,
+            style: AnswerStyle::default(),
         };
         report.markdown = render_markdown(&report);
         let shared = format!("{}\n{}", report.markdown, report.to_html());
@@ -713,6 +829,91 @@ mod tests {
                 "{private} in a shared report:\n{shared}"
             );
         }
+    }
+
+    fn styled(form: Form, short: bool) -> Report {
+        let paragraph = |text: &str, citations: Vec<usize>| Paragraph {
+            text: text.into(),
+            citations,
+        };
+        let mut report = Report {
+            title: "Shoes".into(),
+            query: "Which running shoes should I buy?".into(),
+            summary: paragraph("1990. Cushioned shoes became common.", vec![1]),
+            sections: vec![Section {
+                heading: "Cushioning".into(),
+                direction: Some(0),
+                paragraphs: vec![
+                    paragraph("Foam absorbs impact. Thicker foam weighs more.", vec![1]),
+                    paragraph("- Drop is the heel-to-toe height difference.", vec![2]),
+                ],
+            }],
+            closing: String::new(),
+            references: Vec::new(),
+            markdown: String::new(),
+            language: String::new(),
+            untranslated: 0,
+            style: AnswerStyle {
+                form,
+                short,
+                plain: false,
+                because: vec!["Wants short bullet points from now on".into()],
+            },
+        };
+        if form == Form::Paragraphs && !short {
+            report.style = AnswerStyle::default();
+        }
+        report.markdown = render_markdown(&report);
+        report
+    }
+
+    #[test]
+    fn a_styled_report_lists_one_sentence_per_item_and_says_whose_style_it_follows() {
+        let bullets = styled(Form::Bullets, true).markdown;
+        assert!(
+            bullets.contains(
+                "*Written as you like answers: short, in bullet points (“Wants short bullet points from now on”).*"
+            ),
+            "{bullets}"
+        );
+        // One item per sentence; the paragraph's citations follow its last sentence only.
+        assert!(bullets.contains("- Foam absorbs impact.\n"), "{bullets}");
+        assert!(
+            bullets.contains("- Thicker foam weighs more. [\\[1\\]](#ref-1)\n"),
+            "{bullets}"
+        );
+        // A sentence that starts like a list marker stays text.
+        assert!(
+            bullets.contains("- \\- Drop is the heel-to-toe height difference."),
+            "{bullets}"
+        );
+        let html = crate::research::html::markdown_to_html_fragment(&bullets);
+        assert_eq!(html.matches("<li>").count(), 3, "{html}");
+        assert!(!html.contains("<ol"), "{html}");
+
+        let steps = styled(Form::Steps, false).markdown;
+        assert!(
+            steps.contains("1. Foam absorbs impact.\n2. Thicker foam"),
+            "{steps}"
+        );
+        assert!(steps.contains("3. \\- Drop"), "{steps}");
+        assert!(steps.contains("(“Wants short"), "{steps}");
+        let checklist = styled(Form::Checklist, false).markdown;
+        assert_eq!(checklist.matches("- [ ] ").count(), 3, "{checklist}");
+
+        // The opening answer stays a paragraph, and a year that opens it is no list.
+        for md in [&bullets, &steps, &checklist] {
+            assert!(md.contains("\n1990\\. Cushioned shoes"), "{md}");
+        }
+        // A reader Rudder knows nothing about gets paragraphs and no note.
+        let plain = styled(Form::Paragraphs, false).markdown;
+        assert!(!plain.contains("Written as you like"), "{plain}");
+        assert!(
+            plain.contains("Foam absorbs impact. Thicker foam weighs more. [\\[1\\]]"),
+            "{plain}"
+        );
+        let html = crate::research::html::markdown_to_html_fragment(&plain);
+        assert!(!html.contains("<li>"), "{html}");
     }
 
     #[test]

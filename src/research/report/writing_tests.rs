@@ -156,6 +156,7 @@ fn write_full(
         evidence: &f.evidence,
         current_date: "2025-05-01",
         support_judge,
+        style: &AnswerStyle::default(),
     };
     write(llm, &Words, &input, &mut |_, _| {}).unwrap()
 }
@@ -175,6 +176,7 @@ fn plan_of(f: &Fixture) -> outline::Outline {
         evidence: &f.evidence,
         current_date: "2025-05-01",
         support_judge: None,
+        style: &AnswerStyle::default(),
     };
     outline::outline(&input, &Words).unwrap()
 }
@@ -826,4 +828,76 @@ fn a_translation_that_fails_its_checks_leaves_the_text_as_written() {
             .any(|p| p.contains("it leaves out the number(s) 70, 80")),
         "{retries:?}"
     );
+}
+
+#[test]
+fn a_reader_who_wants_short_bullet_points_gets_them_with_every_finding() {
+    let f = fixture(&[
+        ("How is green tea brewed?", GREEN),
+        ("What about black tea?", BLACK),
+    ]);
+    let profile =
+        "Domain: hobby — tea\nExplanation style:\n- Wants short bullet points from now on\n";
+    let style = answer_style(profile, &[]);
+    let persona = Persona::default();
+    let input = |style| ReportInput {
+        query: "How should I brew tea?",
+        asked: "",
+        persona: &persona,
+        profile,
+        needs: &[],
+        aspects: &[],
+        tree: &f.tree,
+        learnings: &f.learnings,
+        evidence: &f.evidence,
+        current_date: "2025-05-01",
+        support_judge: None,
+        style,
+    };
+    let styled_llm = Script::new(faithful);
+    let (styled, _) = write(&styled_llm, &Words, &input(&style), &mut |_, _| {}).unwrap();
+    let plain_llm = Script::new(faithful);
+    let (plain, _) = write(
+        &plain_llm,
+        &Words,
+        &input(&AnswerStyle::default()),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_clean(&styled);
+    assert_eq!(styled.style.form, Form::Bullets);
+    // The same findings, in the same words: only the form differs.
+    assert_eq!(styled.cited_numbers(), plain.cited_numbers());
+    let body: Vec<&str> = styled
+        .markdown
+        .lines()
+        .skip_while(|l| !l.starts_with("## "))
+        .take_while(|l| !l.starts_with("## References"))
+        .filter(|l| !l.is_empty() && !l.starts_with("## "))
+        .collect();
+    assert!(body.len() >= 3, "{}", styled.markdown);
+    assert!(
+        body.iter().all(|l| l.starts_with("- ")),
+        "{}",
+        styled.markdown
+    );
+    assert!(
+        styled
+            .markdown
+            .contains("short, in bullet points (“Wants short bullet points from now on”)"),
+        "{}",
+        styled.markdown
+    );
+    assert!(!plain.markdown.contains("\n- "), "{}", plain.markdown);
+    // The paragraphs were asked for a short sentence per fact, without the passages around.
+    let asked: Vec<String> = styled_llm
+        .prompts()
+        .into_iter()
+        .filter(|p| p.contains(PARAGRAPH))
+        .collect();
+    assert!(!asked.is_empty());
+    for p in &asked {
+        assert!(p.contains("one short sentence for each fact"), "{p}");
+        assert!(!p.contains("What the sources say around them"), "{p}");
+    }
 }

@@ -15,6 +15,12 @@ impl Run<'_, '_> {
     pub(in crate::research) fn write_report(&mut self) -> Result<(), ResearchError> {
         let tree = self.reported_tree();
         let (needs, aspects) = self.readers_needs()?;
+        // How the reader wants answers: what the profile states of it and what they said.
+        let told = crate::checks::text::split_sentences(&self.s.persona_text);
+        let style = report::answer_style(&self.s.profile, &told);
+        if !style.is_default() {
+            tracing::info!(?style, "report: written in the reader's style");
+        }
         let input = report::ReportInput {
             query: &self.s.query,
             asked: &self.s.asked,
@@ -27,6 +33,7 @@ impl Run<'_, '_> {
             evidence: &self.s.evidence,
             current_date: &self.s.date,
             support_judge: self.support_judge(),
+            style: &style,
         };
         let mut sections = Vec::new();
         let (report, completions) =

@@ -30,6 +30,7 @@ pub mod findings;
 pub mod grounded;
 pub mod hygiene;
 pub mod table;
+pub mod tone;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -261,6 +262,9 @@ pub struct ReportRecord {
     /// to the reader (on another user's question, a personal fact dragged in all the same).
     #[serde(default)]
     pub needs_named_not_covered: Vec<String>,
+    /// Tone needs met by the report's form ([`tone::met_by_form`]; also in `needs_addressed`).
+    #[serde(default)]
+    pub needs_met_by_form: Vec<String>,
     pub hygiene: Hygiene,
     #[serde(default)]
     pub findings: FindingCoverage,
@@ -1011,7 +1015,16 @@ fn report_run(
         .map(|(s, _)| s)
         .filter(|s| !s.trim_start().starts_with(NOT_COVERED_OPENING))
         .collect();
-    let addressed = needs_addressed(needs, &sentences, &question.needs)?;
+    let mut addressed = needs_addressed(needs, &sentences, &question.needs)?;
+    // A tone need is met by the report's form ("short answers in bullet points"), which no
+    // sentence states.
+    let by_form: Vec<String> = question
+        .needs
+        .iter()
+        .filter(|n| !addressed.contains(&n.id) && tone::met_by_form(n, &outcome.report.markdown))
+        .map(|n| n.id.clone())
+        .collect();
+    addressed.extend(by_form.iter().cloned());
     let not_covered: Vec<String> = text
         .content_sentences()
         .into_iter()
@@ -1030,6 +1043,7 @@ fn report_run(
         need_uptake: share(addressed.len(), question.needs.len()),
         needs_addressed: addressed,
         needs_named_not_covered: named_not_covered,
+        needs_met_by_form: by_form,
         hygiene: hygiene::hygiene(&text, support)?,
         findings: findings::finding_coverage(&distinct, &text, support)?,
         consistency: findings::consistency(&outcome.report, support, ctx.embedder)?,
