@@ -686,4 +686,35 @@ fn situation_probes_bring_the_sessions_that_say_what_the_user_needs() {
         assert_eq!(c.probe_only, !by_lines.contains(&c.id), "{c:?}");
     }
     assert!(candidates.iter().any(|c| c.probe_only), "{candidates:?}");
+
+    // How she wants answers: each style line's best session joins the candidates once, read
+    // for nothing else, and her "short answers in bullet points" sessions are among them all.
+    let style = rudder::profile::retrieve::style_candidates(
+        &mut history,
+        with,
+        &Filter::default(),
+        &candidates,
+    )
+    .unwrap();
+    assert!(
+        style.len() <= rudder::profile::retrieve::STYLE_PROBES.len(),
+        "{style:?}"
+    );
+    for c in &style {
+        assert!(c.style_only && c.probe_only, "{c:?}");
+        assert!(!candidates.iter().any(|d| d.id == c.id), "{c:?}");
+    }
+    let tone: Vec<i64> = question
+        .needs
+        .iter()
+        .filter(|n| n.kind == rudder_synth::planted::NeedKind::Tone)
+        .flat_map(|n| n.sessions.iter())
+        .map(|h| ids[h])
+        .collect();
+    assert!(!tone.is_empty());
+    assert!(
+        tone.iter()
+            .any(|id| candidates.iter().chain(&style).any(|c| c.id == *id)),
+        "none of the sessions of her tone need {tone:?} among {candidates:?} and {style:?}"
+    );
 }

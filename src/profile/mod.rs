@@ -126,7 +126,7 @@ pub struct ProfileRun {
 }
 
 /// Names how profiles are built, for the cache key.
-const PROFILE_METHOD: &str = "memory-v1-answer-style-probe-margin";
+const PROFILE_METHOD: &str = "memory-v1-answer-style-probe-margin-style-probes";
 
 /// What else a profile depends on: the sources switched off for personalisation and, when the
 /// profile reads it, the state of the memory.
@@ -280,14 +280,17 @@ fn inferred_query_profile(
     let candidates = if filter.sources.is_empty() && !you.unpersonalised.is_empty() {
         Vec::new()
     } else {
-        retrieve(
+        let mut found = retrieve(
             history,
             embedder,
             &expansions,
             options.expansion,
             &filter,
             options.candidates,
-        )?
+        )?;
+        let style = retrieve::style_candidates(history, embedder, &filter, &found)?;
+        found.extend(style);
+        found
     };
     // Retrieved entries are read with the question in mind even when memory has read them:
     // the small model finds more in one entry with the question than in a burst without it
@@ -306,6 +309,11 @@ fn inferred_query_profile(
         .filter(|c| c.probe_only)
         .map(|c| c.id)
         .collect();
+    let style_only: HashSet<i64> = candidates
+        .iter()
+        .filter(|c| c.style_only)
+        .map(|c| c.id)
+        .collect();
     let mut judged = judge_relevance(
         llm,
         vectors.map(|e| (e, facets.as_slice())),
@@ -315,6 +323,7 @@ fn inferred_query_profile(
             threshold: options.relevance_threshold,
             probe_only: &probe_only,
             probe_only_margin: options.probe_only_margin,
+            style_only: &style_only,
         },
     )?;
     usage += judged;
@@ -385,6 +394,8 @@ struct Bar<'a> {
     threshold: f32,
     probe_only: &'a HashSet<i64>,
     probe_only_margin: f32,
+    /// Sessions read only for how the user wants answers ([`retrieve::style_candidates`]).
+    style_only: &'a HashSet<i64>,
 }
 
 impl Bar<'_> {
@@ -424,7 +435,9 @@ fn judge_relevance(
         // How the user wants answers holds for every question (`is_answer_style`).
         let answer_style =
             phrase.kind == PhraseKind::Presentation && query_profile::is_answer_style(&phrase.text);
-        let kept = answer_style || j.passes(bar.for_session(phrase.session));
+        let kept = answer_style
+            || (!bar.style_only.contains(&phrase.session)
+                && j.passes(bar.for_session(phrase.session)));
         tracing::debug!(
             phrase = %phrase.text,
             kind = ?phrase.kind,
@@ -516,6 +529,7 @@ mod tests {
             threshold: 0.25,
             probe_only: &probe_only,
             probe_only_margin: 0.1,
+            style_only: &HashSet::new(),
         };
         assert!((bar.for_session(7) - 0.35).abs() < 1e-6);
         assert_eq!(bar.for_session(8), 0.25);

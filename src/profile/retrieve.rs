@@ -83,6 +83,44 @@ pub const SITUATION_PROBES: &[&str] = &[
     "please keep answers short, in bullet points",
 ];
 
+/// How a user wants answers is the same for every question, and the sessions that say it
+/// ("from now on, short bullet points please") share no word with any question, so the fused
+/// ranking of a question's lines rarely reaches them: on the planted set one of four users
+/// whose tone need asks for a form had it in the profile of their own first question. Each
+/// line names a family of answer forms; its best session joins the candidates
+/// ([`style_candidates`]), read only for how the user wants answers.
+pub const STYLE_PROBES: &[&str] = &[
+    "please keep answers short, in bullet points",
+    "give me numbered step-by-step instructions or a checklist to follow",
+    "explain it in plain words, without jargon",
+];
+
+/// The best session of each [`STYLE_PROBES`] line that `candidates` does not hold yet, marked
+/// [`Candidate::style_only`]: only what it says of how the user wants answers is kept.
+pub fn style_candidates(
+    history: &mut History,
+    embedder: Option<(&dyn Embedder, &str)>,
+    filter: &Filter,
+    candidates: &[Candidate],
+) -> Result<Vec<Candidate>, ProfileError> {
+    let mut out: Vec<Candidate> = Vec::new();
+    for probe in STYLE_PROBES {
+        let hits = history.search(probe, filter, 1, SearchMode::Hybrid, embedder)?;
+        for hit in hits {
+            let known = candidates.iter().chain(&out).any(|c| c.id == hit.id);
+            if !known {
+                out.push(Candidate {
+                    id: hit.id,
+                    score: 0.0,
+                    probe_only: true,
+                    style_only: true,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// A retrieved history entry.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Candidate {
@@ -94,6 +132,10 @@ pub struct Candidate {
     /// ([`super::ProfileOptions::probe_only_margin`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub probe_only: bool,
+    /// Only a [`STYLE_PROBES`] line found it: it is read for how the user wants answers and
+    /// nothing else.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub style_only: bool,
 }
 
 /// The top `n` sessions for `mode`, using the already computed `expanded` texts (each
@@ -145,6 +187,7 @@ pub fn retrieve(
             id,
             score,
             probe_only: !found_for_question.contains(&id),
+            style_only: false,
         })
         .collect())
 }

@@ -169,6 +169,34 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
         let c = &r.consistency;
         assert!(c.summary_in_body <= c.summary_sentences, "{c:?}");
         assert!(c.false_not_covered.len() <= c.not_covered, "{c:?}");
+        assert!(r
+            .needs_met_by_form
+            .iter()
+            .all(|id| r.needs_addressed.contains(id)));
+    }
+    // The oracle hands the first user's needs over as what they said, her "short answers in
+    // bullet points" among them: the report is written so, and says why.
+    let oracle = records
+        .reports
+        .iter()
+        .find(|r| r.system == ReportSystem::Oracle)
+        .unwrap();
+    if oracle.markdown.contains("\n## ") {
+        assert!(
+            oracle
+                .markdown
+                .contains("*Written as you like answers: short, in bullet points"),
+            "{}",
+            oracle.markdown
+        );
+    }
+    // A style holds for every question its user asks: the first user's profiles are scored
+    // against her tone need's forms.
+    for p in records.profiles.iter().chain(&records.foreign_profiles) {
+        if p.user == set.users[0].id {
+            assert_eq!(p.style_asked, ["bullets", "short"], "{p:?}");
+        }
+        assert!(!p.style_given || !p.style_asked.is_empty(), "{p:?}");
     }
 
     // Each user's history was read into memory up to the limit, before the profiles.
@@ -221,6 +249,7 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
         "Cost per stage",
         "False personalisation",
         "False personalisation in profiles",
+        "**Answer style:**",
         &first_questions[0],
     ] {
         assert!(table.contains(needle), "{needle:?} missing from\n{table}");

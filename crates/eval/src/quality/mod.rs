@@ -234,6 +234,17 @@ pub struct ProfileRecord {
     pub citation_precision: Option<f64>,
     /// Every statement, with its criterion.
     pub statements: Vec<String>,
+    /// How the report would be written for this user ([`rudder::research::report::answer_style`]
+    /// of the profile).
+    #[serde(default)]
+    pub style: rudder::research::report::AnswerStyle,
+    /// The forms the user's tone need asks for (bullets, checklist, steps, short), when it asks
+    /// for any: a style holds for every question the user asks, so it is scored on all of them.
+    #[serde(default)]
+    pub style_asked: Vec<String>,
+    /// Whether `style` gives every form of `style_asked` ([`tone::style_gives`]).
+    #[serde(default)]
+    pub style_given: bool,
     pub cost: Cost,
 }
 
@@ -873,6 +884,24 @@ fn profile_question(
         .flat_map(|(_, s)| s.sessions.iter().copied())
         .collect();
     let cited_planted = cited.intersection(&planted).count();
+    let style = rudder::research::report::answer_style(&brief.profile, &[]);
+    let asked = user
+        .questions
+        .iter()
+        .flat_map(|q| &q.needs)
+        .map(tone::asked)
+        .find(tone::Asked::any)
+        .unwrap_or_default();
+    let style_asked: Vec<String> = [
+        (asked.bullets, "bullets"),
+        (asked.checklist, "checklist"),
+        (asked.steps, "steps"),
+        (asked.short, "short"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, name)| name.to_string())
+    .collect();
     Ok((
         ProfileRecord {
             question: question.id.clone(),
@@ -888,6 +917,9 @@ fn profile_question(
                 .iter()
                 .map(|(criterion, s)| format!("{criterion}: {}", s.text))
                 .collect(),
+            style_given: tone::style_gives(asked, &style),
+            style,
+            style_asked,
             cost: Cost::new(run.usage, run.seconds),
         },
         brief.profile,

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::findings::{Consistency, FindingCoverage};
-use super::{cost_by_stage, QualityRecords, ReportSystem};
+use super::{cost_by_stage, ProfileRecord, QualityRecords, ReportSystem};
 use crate::matchers::Calibration;
 
 fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
@@ -92,6 +92,7 @@ pub fn markdown(r: &QualityRecords) -> String {
         fmt(mean(r.profiles.iter().filter_map(|p| p.citation_precision))),
         fmt(mean(r.profiles.iter().map(|p| p.statements.len() as f64))),
     );
+    answer_style(&mut out, r);
 
     out.push_str("\n## Reports\n\n");
     out.push_str("| system | reports | need uptake | repetition | citation support | uncited | debris per report | words | tokens | seconds |\n|---|---|---|---|---|---|---|---|---|---|\n");
@@ -307,4 +308,58 @@ fn loop_tokens(cost: &std::collections::BTreeMap<String, super::Cost>) -> u64 {
         .filter(|(stage, _)| stage.as_str() != "profile")
         .map(|(_, c)| c.prompt_tokens + c.generated_tokens)
         .sum()
+}
+
+/// How the report would be written, per profile: a user's style holds for every question they
+/// ask, so their own and their foreign questions' profiles count alike.
+fn answer_style(out: &mut String, r: &QualityRecords) {
+    let all: Vec<&ProfileRecord> = r.profiles.iter().chain(&r.foreign_profiles).collect();
+    let wanting: Vec<&&ProfileRecord> = all.iter().filter(|p| !p.style_asked.is_empty()).collect();
+    if all.is_empty() {
+        return;
+    }
+    let given: Vec<String> = wanting
+        .iter()
+        .filter(|p| p.style_given)
+        .map(|p| {
+            format!(
+                "{} by {} ({})",
+                p.question,
+                p.user,
+                p.style_asked.join(", ")
+            )
+        })
+        .collect();
+    let unasked: Vec<String> = all
+        .iter()
+        .filter(|p| !p.style.is_default() && !p.style_given)
+        .map(|p| {
+            format!(
+                "{} by {} (“{}”)",
+                p.question,
+                p.user,
+                p.style.because.join("”, “")
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "\n**Answer style:** {} of {} profiles of users whose tone need asks for a form \
+         (bullet points, numbered steps, a checklist, short) give the report that form{}; {} \
+         of {} profiles give a style other than the one the user asked for{}.",
+        given.len(),
+        wanting.len(),
+        if given.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", given.join("; "))
+        },
+        unasked.len(),
+        all.len(),
+        if unasked.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", unasked.join("; "))
+        },
+    );
 }

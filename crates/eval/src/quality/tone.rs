@@ -8,6 +8,7 @@
 //! most [`SHORT_BODY_WORDS`]. Every form the need asks for must hold; a need that asks for none
 //! ("honest opinions", "references she can cite") is left to the sentence matcher.
 
+use rudder::research::report::{AnswerStyle, Form};
 use rudder_synth::planted::{NeedKind, PlantedNeed};
 
 /// The most words a short report's body may have (the opening answer, sections and needs;
@@ -16,11 +17,25 @@ pub const SHORT_BODY_WORDS: usize = 250;
 /// Items a list needs to count as the report's form rather than an accident.
 const MIN_ITEMS: usize = 2;
 
-/// Whether `markdown` has the form `need` asks for (false for a need that is not a tone need
-/// or asks for no form).
-pub fn met_by_form(need: &PlantedNeed, markdown: &str) -> bool {
+/// The forms a tone need asks for, read from its label's words.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Asked {
+    pub bullets: bool,
+    pub checklist: bool,
+    pub steps: bool,
+    pub short: bool,
+}
+
+impl Asked {
+    pub fn any(&self) -> bool {
+        self.bullets || self.checklist || self.steps || self.short
+    }
+}
+
+/// What `need` asks of the report's form (nothing for a need that is not a tone need).
+pub fn asked(need: &PlantedNeed) -> Asked {
     if need.kind != NeedKind::Tone {
-        return false;
+        return Asked::default();
     }
     let lower = need.statement.to_lowercase();
     let words: Vec<&str> = lower
@@ -28,19 +43,41 @@ pub fn met_by_form(need: &PlantedNeed, markdown: &str) -> bool {
         .filter(|w| !w.is_empty())
         .collect();
     let asks = |cues: &[&str]| words.iter().any(|w| cues.contains(w));
+    Asked {
+        bullets: asks(&["bullet", "bullets", "bulleted"]),
+        checklist: asks(&["checklist", "tick"]),
+        steps: asks(&["step", "steps", "numbered"]),
+        short: asks(&["short", "brief", "concise"]),
+    }
+}
+
+/// Whether the style Rudder read from a profile gives every form `asked` asks for (a
+/// checklist is also bullet points).
+pub fn style_gives(asked: Asked, style: &AnswerStyle) -> bool {
+    asked.any()
+        && (!asked.bullets || matches!(style.form, Form::Bullets | Form::Checklist))
+        && (!asked.checklist || style.form == Form::Checklist)
+        && (!asked.steps || style.form == Form::Steps)
+        && (!asked.short || style.short)
+}
+
+/// Whether `markdown` has the form `need` asks for (false for a need that is not a tone need
+/// or asks for no form).
+pub fn met_by_form(need: &PlantedNeed, markdown: &str) -> bool {
+    let asked = asked(need);
     let body = body_lines(markdown);
     let items = |is_item: &dyn Fn(&str) -> bool| body.iter().filter(|l| is_item(l)).count();
     let mut checks: Vec<bool> = Vec::new();
-    if asks(&["bullet", "bullets", "bulleted"]) {
+    if asked.bullets {
         checks.push(items(&|l| l.starts_with("- ") || l.starts_with("* ")) >= MIN_ITEMS);
     }
-    if asks(&["checklist", "tick"]) {
+    if asked.checklist {
         checks.push(items(&|l| l.starts_with("- [ ] ")) >= MIN_ITEMS);
     }
-    if asks(&["step", "steps", "numbered"]) {
+    if asked.steps {
         checks.push(items(&is_numbered) >= MIN_ITEMS);
     }
-    if asks(&["short", "brief", "concise"]) {
+    if asked.short {
         let words: usize = body
             .iter()
             .flat_map(|l| l.split_whitespace())
@@ -135,5 +172,33 @@ mod tests {
         let lena = need(NeedKind::Tone, "She wants a checklist she can tick off.");
         assert!(!met_by_form(&lena, BULLETS));
         assert!(met_by_form(&lena, &BULLETS.replace("- ", "- [ ] ")));
+    }
+
+    #[test]
+    fn a_style_gives_a_need_only_every_form_it_asks_for() {
+        let maya = asked(&need(
+            NeedKind::Tone,
+            "She wants short answers in bullet points she can read on a break between shifts.",
+        ));
+        let style = |form, short| AnswerStyle {
+            form,
+            short,
+            ..AnswerStyle::default()
+        };
+        assert!(style_gives(maya, &style(Form::Bullets, true)));
+        assert!(!style_gives(maya, &style(Form::Bullets, false)));
+        assert!(!style_gives(maya, &style(Form::Steps, true)));
+        let lena = asked(&need(
+            NeedKind::Tone,
+            "She wants a checklist she can tick off.",
+        ));
+        assert!(style_gives(lena, &style(Form::Checklist, false)));
+        assert!(!style_gives(lena, &style(Form::Bullets, false)));
+        let sam = asked(&need(
+            NeedKind::Tone,
+            "Sam wants honest opinions, not balanced lists.",
+        ));
+        assert!(!sam.any());
+        assert!(!style_gives(sam, &style(Form::Paragraphs, false)));
     }
 }
