@@ -33,6 +33,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../prompts/profile_extract.md"),
     ),
     (
+        "profile_style",
+        include_str!("../prompts/profile_style.md"),
+    ),
+    (
         "memory_extract",
         include_str!("../prompts/memory_extract.md"),
     ),

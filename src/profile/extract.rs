@@ -336,6 +336,25 @@ impl<'a> Checks<'a> {
         })
     }
 
+    /// The checks for reading a session for how the user wants answers, where there is no
+    /// question: the phrase checks, the generic check and the examples of
+    /// `prompts/profile_style.md`.
+    pub fn for_style(embedder: Option<&'a dyn Embedder>) -> Result<Self, ProfileError> {
+        let generic = match embedder {
+            Some(e) => e.embed(&generic_phrases()).map_err(embed_error)?,
+            None => Vec::new(),
+        };
+        let prompt =
+            crate::prompts::render("profile_style", minijinja::context! { session => "" })?;
+        Ok(Self {
+            embedder,
+            example_words: example_words(&prompt),
+            query_words: HashSet::new(),
+            query_vec: None,
+            generic,
+        })
+    }
+
     /// The highest cosine of `phrase` to a generic phrasing (0 without an embedder).
     pub fn genericness(&self, phrase: &str) -> Result<f32, ProfileError> {
         let Some(e) = self.embedder else {
@@ -581,16 +600,56 @@ pub fn extract(
         ..Extracted::default()
     };
     let answers = crate::llm::map_concurrent(llm.parallelism(), sessions, |rank, s| {
-        ask_session(llm, &checks, query, rank, s)
+        let session = entry_line(s, SESSION_CHARS);
+        let prompt =
+            crate::prompts::render("profile_extract", minijinja::context! { query, session })?;
+        ask_session(llm, &checks, &prompt, rank, s)
     });
+    collect(&mut out, answers)?;
+    out.seconds = started.elapsed().as_secs_f64();
+    Ok(out)
+}
+
+/// Asks about each of `sessions` how the user wants answers written, with no question in
+/// view: with one, the small model writes about the question ("wants to buy a laptop" from "when
+/// you tell me how to do something, please number each step"). Each phrase is marked
+/// [`PhraseKind::Presentation`]; whether it is about answers is for the caller to check
+/// ([`super::query_profile::is_answer_style`]).
+pub fn extract_style(
+    llm: &dyn Llm,
+    embedder: Option<&dyn Embedder>,
+    sessions: &[StoredEntry],
+) -> Result<Extracted, ProfileError> {
+    let started = Instant::now();
+    let checks = Checks::for_style(embedder)?;
+    let mut out = Extracted {
+        asked: sessions.len(),
+        ..Extracted::default()
+    };
+    let answers = crate::llm::map_concurrent(llm.parallelism(), sessions, |rank, s| {
+        let session = entry_line(s, SESSION_CHARS);
+        let prompt = crate::prompts::render("profile_style", minijinja::context! { session })?;
+        ask_session(llm, &checks, &prompt, rank, s)
+    });
+    collect(&mut out, answers)?;
+    for phrase in &mut out.phrases {
+        phrase.kind = PhraseKind::Presentation;
+    }
+    out.seconds = started.elapsed().as_secs_f64();
+    Ok(out)
+}
+
+fn collect(
+    out: &mut Extracted,
+    answers: Vec<Result<SessionAnswer, ProfileError>>,
+) -> Result<(), ProfileError> {
     for answer in answers {
         let answer = answer?;
         out.usage += answer.usage;
         out.retries += answer.retries;
         out.phrases.extend(answer.phrase);
     }
-    out.seconds = started.elapsed().as_secs_f64();
-    Ok(out)
+    Ok(())
 }
 
 /// What one entry yielded.
@@ -605,13 +664,12 @@ struct SessionAnswer {
 fn ask_session(
     llm: &dyn Llm,
     checks: &Checks<'_>,
-    query: &str,
+    prompt: &str,
     rank: usize,
     s: &StoredEntry,
 ) -> Result<SessionAnswer, ProfileError> {
     let mut out = SessionAnswer::default();
     let session = entry_line(s, SESSION_CHARS);
-    let prompt = crate::prompts::render("profile_extract", minijinja::context! { query, session })?;
     let mut note = String::new();
     // A usable first phrase that lost an amount, kept unless the retry does better.
     let mut fallback: Option<Phrase> = None;
@@ -769,6 +827,33 @@ pub(crate) mod tests {
     }
 
     const QUERY: &str = "Which running shoes should I buy for my first half marathon?";
+
+    #[test]
+    fn a_style_session_is_read_without_the_question_and_its_phrase_is_presentation() {
+        let llm = Scripted::new(|p| {
+            if p.contains("number each step") {
+                reply("wants each step numbered so he can print it", "preference", 3)
+            } else {
+                reply("nothing", "presentation", 0)
+            }
+        });
+        let sessions = [
+            search(
+                1,
+                "When you tell me how to do something, please number each step so I can print it",
+            ),
+            search(2, "cheap laptops 2024"),
+        ];
+        let out = extract_style(&llm, None, &sessions).unwrap();
+        assert_eq!(out.asked, 2);
+        assert_eq!(out.phrases.len(), 1, "{:?}", out.phrases);
+        assert_eq!(out.phrases[0].session, 1);
+        assert_eq!(out.phrases[0].kind, PhraseKind::Presentation);
+        for prompt in llm.prompts() {
+            assert!(prompt.contains("how THIS user wants answers written"), "{prompt}");
+            assert!(!prompt.contains("Question:"), "{prompt}");
+        }
+    }
 
     #[test]
     fn nothing_and_low_grades_yield_no_phrase_and_no_retry() {

@@ -301,17 +301,29 @@ fn inferred_query_profile(
     let selection_started = Instant::now();
     let shown = prefilter(history, embedder, query, loaded, options.selection)?;
     let selection_seconds = selection_started.elapsed().as_secs_f64();
-    let mut extracted = extract(llm, vectors, query, &shown)?;
+    let style_only: HashSet<i64> = candidates
+        .iter()
+        .filter(|c| c.style_only)
+        .map(|c| c.id)
+        .collect();
+    // A session a style probe brought is read for how the user wants answers, without the
+    // question (`extract::extract_style`).
+    let (styled, with_question): (Vec<_>, Vec<_>) = shown
+        .iter()
+        .cloned()
+        .partition(|e| style_only.contains(&e.id));
+    let mut extracted = extract(llm, vectors, query, &with_question)?;
+    let style = extract::extract_style(llm, vectors, &styled)?;
+    extracted.asked += style.asked;
+    extracted.retries += style.retries;
+    extracted.usage += style.usage;
+    extracted.seconds += style.seconds;
+    extracted.phrases.extend(style.phrases);
     usage += extracted.usage;
     let generation_started = Instant::now();
     let probe_only: HashSet<i64> = candidates
         .iter()
         .filter(|c| c.probe_only)
-        .map(|c| c.id)
-        .collect();
-    let style_only: HashSet<i64> = candidates
-        .iter()
-        .filter(|c| c.style_only)
         .map(|c| c.id)
         .collect();
     let mut judged = judge_relevance(

@@ -140,6 +140,10 @@ pub enum EvalCommand {
         /// Only these users (repeatable: --user u0 --user u3).
         #[arg(long, value_name = "ID")]
         user: Vec<String>,
+        /// Only these questions of the planted set (repeatable: --question u1-q1); the samples
+        /// take them in round-robin order.
+        #[arg(long, value_name = "ID")]
+        question: Vec<String>,
         /// Questions whose profile is built (round-robin over the users).
         #[arg(long, value_name = "N", default_value_t = QualityOptions::default().profile_questions)]
         profile_questions: usize,
@@ -288,6 +292,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
             set,
             seed,
             user,
+            question,
             profile_questions,
             report_questions,
             systems,
@@ -310,6 +315,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
                 .map_err(anyhow::Error::msg)?;
             let options = QualityOptions {
                 users: user,
+                questions: question,
                 profile_questions,
                 report_questions,
                 systems,

@@ -76,6 +76,7 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
     };
     let options = QualityOptions {
         users: users.clone(),
+        questions: Vec::new(),
         profile_questions: 2,
         report_questions: 1,
         systems: ReportSystem::ALL.to_vec(),

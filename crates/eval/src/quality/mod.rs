@@ -100,6 +100,9 @@ impl ReportSystem {
 pub struct QualityOptions {
     /// Only these users (ids like `u3`); empty: all.
     pub users: Vec<String>,
+    /// Only these questions (ids like `u1-q1`), in round-robin order; empty: all.
+    #[serde(default)]
+    pub questions: Vec<String>,
     /// Questions whose profile is built (taken round-robin over the users: every user's first
     /// question, then every user's second, …).
     pub profile_questions: usize,
@@ -140,6 +143,7 @@ impl Default for QualityOptions {
     fn default() -> Self {
         QualityOptions {
             users: Vec::new(),
+            questions: Vec::new(),
             profile_questions: 8,
             // 8 questions over the 8 users: 32 or more needs per system.
             report_questions: 8,
@@ -462,7 +466,17 @@ pub fn run_quality(
             return Err(EvalError::Config(format!("the set has no user {id:?}")));
         }
     }
-    let ordered = round_robin(&users);
+    let ordered: Vec<_> = round_robin(&users)
+        .into_iter()
+        .filter(|(_, q)| options.questions.is_empty() || options.questions.contains(&q.id))
+        .collect();
+    for id in &options.questions {
+        if !ordered.iter().any(|(_, q)| &q.id == id) {
+            return Err(EvalError::Config(format!(
+                "no question {id:?} among the users of the sample"
+            )));
+        }
+    }
     let profile_n = options.profile_questions.max(options.report_questions);
     let profile_sample: Vec<_> = ordered.iter().take(profile_n).copied().collect();
     let report_sample: Vec<_> = ordered
