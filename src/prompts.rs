@@ -32,10 +32,7 @@ const TEMPLATES: &[(&str, &str)] = &[
         "profile_extract",
         include_str!("../prompts/profile_extract.md"),
     ),
-    (
-        "profile_style",
-        include_str!("../prompts/profile_style.md"),
-    ),
+    ("profile_style", include_str!("../prompts/profile_style.md")),
     (
         "memory_extract",
         include_str!("../prompts/memory_extract.md"),

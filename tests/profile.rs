@@ -689,7 +689,7 @@ fn situation_probes_bring_the_sessions_that_say_what_the_user_needs() {
 
     // How she wants answers: each style line's best session joins the candidates once, read
     // for nothing else, and her "short answers in bullet points" sessions are among them all.
-    let style = rudder::profile::retrieve::style_candidates(
+    let style = rudder::profile::retrieve::style_sessions(
         &mut history,
         with,
         &Filter::default(),
@@ -697,12 +697,17 @@ fn situation_probes_bring_the_sessions_that_say_what_the_user_needs() {
     )
     .unwrap();
     assert!(
-        style.len() <= rudder::profile::retrieve::STYLE_PROBES.len(),
+        !style.read.is_empty() && style.read.len() <= rudder::profile::retrieve::STYLE_PROBES.len(),
         "{style:?}"
     );
-    for c in &style {
+    for c in &style.added {
         assert!(c.style_only && c.probe_only, "{c:?}");
         assert!(!candidates.iter().any(|d| d.id == c.id), "{c:?}");
+        assert!(style.read.contains(&c.id), "{c:?}");
+    }
+    for id in &style.read {
+        let entry = history.get_many(&[*id]).unwrap().remove(0);
+        assert_eq!(entry.entry.kind, rudder::history::Kind::Chat, "{entry:?}");
     }
     let tone: Vec<i64> = question
         .needs
@@ -713,8 +718,7 @@ fn situation_probes_bring_the_sessions_that_say_what_the_user_needs() {
         .collect();
     assert!(!tone.is_empty());
     assert!(
-        tone.iter()
-            .any(|id| candidates.iter().chain(&style).any(|c| c.id == *id)),
-        "none of the sessions of her tone need {tone:?} among {candidates:?} and {style:?}"
+        tone.iter().any(|id| style.read.contains(id)),
+        "none of the sessions of her tone need {tone:?} among the style probes' {style:?}"
     );
 }

@@ -832,7 +832,11 @@ pub(crate) mod tests {
     fn a_style_session_is_read_without_the_question_and_its_phrase_is_presentation() {
         let llm = Scripted::new(|p| {
             if p.contains("number each step") {
-                reply("wants each step numbered so he can print it", "preference", 3)
+                reply(
+                    "wants each step numbered so he can print it",
+                    "preference",
+                    3,
+                )
             } else {
                 reply("nothing", "presentation", 0)
             }
@@ -850,7 +854,10 @@ pub(crate) mod tests {
         assert_eq!(out.phrases[0].session, 1);
         assert_eq!(out.phrases[0].kind, PhraseKind::Presentation);
         for prompt in llm.prompts() {
-            assert!(prompt.contains("how THIS user wants answers written"), "{prompt}");
+            assert!(
+                prompt.contains("how THIS user wants answers written"),
+                "{prompt}"
+            );
             assert!(!prompt.contains("Question:"), "{prompt}");
         }
     }

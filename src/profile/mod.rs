@@ -277,8 +277,8 @@ fn inferred_query_profile(
         },
         ..Filter::default()
     };
-    let candidates = if filter.sources.is_empty() && !you.unpersonalised.is_empty() {
-        Vec::new()
+    let (candidates, style_read) = if filter.sources.is_empty() && !you.unpersonalised.is_empty() {
+        (Vec::new(), HashSet::new())
     } else {
         let mut found = retrieve(
             history,
@@ -288,9 +288,9 @@ fn inferred_query_profile(
             &filter,
             options.candidates,
         )?;
-        let style = retrieve::style_candidates(history, embedder, &filter, &found)?;
-        found.extend(style);
-        found
+        let style = retrieve::style_sessions(history, embedder, &filter, &found)?;
+        found.extend(style.added);
+        (found, style.read.into_iter().collect::<HashSet<i64>>())
     };
     // Retrieved entries are read with the question in mind even when memory has read them:
     // the small model finds more in one entry with the question than in a burst without it
@@ -306,12 +306,19 @@ fn inferred_query_profile(
         .filter(|c| c.style_only)
         .map(|c| c.id)
         .collect();
-    // A session a style probe brought is read for how the user wants answers, without the
-    // question (`extract::extract_style`).
-    let (styled, with_question): (Vec<_>, Vec<_>) = shown
+    // The chats the style probes found are read for how the user wants answers, without the
+    // question (`extract::extract_style`); those the question's lines found too are also read
+    // with it, as every candidate is.
+    let styled: Vec<_> = shown
         .iter()
+        .filter(|e| style_read.contains(&e.id))
         .cloned()
-        .partition(|e| style_only.contains(&e.id));
+        .collect();
+    let with_question: Vec<_> = shown
+        .iter()
+        .filter(|e| !style_only.contains(&e.id))
+        .cloned()
+        .collect();
     let mut extracted = extract(llm, vectors, query, &with_question)?;
     let style = extract::extract_style(llm, vectors, &styled)?;
     extracted.asked += style.asked;

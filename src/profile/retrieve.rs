@@ -88,28 +88,46 @@ pub const SITUATION_PROBES: &[&str] = &[
 /// ranking of a question's lines rarely reaches them: on the planted set one of four users
 /// whose tone need asks for a form had it in the profile of their own first question. Each
 /// line names a family of answer forms; its best session joins the candidates
-/// ([`style_candidates`]), read only for how the user wants answers.
+/// ([`style_sessions`]), read for how the user wants answers.
 pub const STYLE_PROBES: &[&str] = &[
     "please keep answers short, in bullet points",
     "give me numbered step-by-step instructions or a checklist to follow",
     "explain it in plain words, without jargon",
 ];
 
-/// The best session of each [`STYLE_PROBES`] line that `candidates` does not hold yet, marked
-/// [`Candidate::style_only`]: only what it says of how the user wants answers is kept.
-pub fn style_candidates(
+/// The sessions the [`STYLE_PROBES`] lines found, to be read for how the user wants answers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StyleSessions {
+    /// The best chat of each line, once each.
+    pub read: Vec<i64>,
+    /// Those the question's candidates did not hold, marked [`Candidate::style_only`]: only
+    /// what they say of how the user wants answers is kept.
+    pub added: Vec<Candidate>,
+}
+
+/// The best chat of each [`STYLE_PROBES`] line. Only chats: how someone wants answers is said
+/// to an assistant, and a search for a "fieldwork equipment checklist" is no wish about
+/// answers.
+pub fn style_sessions(
     history: &mut History,
     embedder: Option<(&dyn Embedder, &str)>,
     filter: &Filter,
     candidates: &[Candidate],
-) -> Result<Vec<Candidate>, ProfileError> {
-    let mut out: Vec<Candidate> = Vec::new();
+) -> Result<StyleSessions, ProfileError> {
+    let chats = Filter {
+        kinds: vec![crate::history::Kind::Chat],
+        ..filter.clone()
+    };
+    let mut out = StyleSessions::default();
     for probe in STYLE_PROBES {
-        let hits = history.search(probe, filter, 1, SearchMode::Hybrid, embedder)?;
+        let hits = history.search(probe, &chats, 1, SearchMode::Hybrid, embedder)?;
         for hit in hits {
-            let known = candidates.iter().chain(&out).any(|c| c.id == hit.id);
-            if !known {
-                out.push(Candidate {
+            if out.read.contains(&hit.id) {
+                continue;
+            }
+            out.read.push(hit.id);
+            if !candidates.iter().any(|c| c.id == hit.id) {
+                out.added.push(Candidate {
                     id: hit.id,
                     score: 0.0,
                     probe_only: true,
