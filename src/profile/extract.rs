@@ -337,13 +337,12 @@ impl<'a> Checks<'a> {
     }
 
     /// The checks for reading a session for how the user wants answers, where there is no
-    /// question: the phrase checks, the generic check and the examples of
-    /// `prompts/profile_style.md`.
+    /// question: the phrase checks and the examples of `prompts/profile_style.md`, without the
+    /// generic check. A wish about answers is what this reading is for, and Inés's "Short
+    /// answers please." becomes "wants short answers", which is as close to the generic
+    /// phrasings ("prefers a concise answer") as a wish about answers can be; whether a phrase
+    /// is about answers is checked in code instead ([`super::query_profile::is_answer_style`]).
     pub fn for_style(embedder: Option<&'a dyn Embedder>) -> Result<Self, ProfileError> {
-        let generic = match embedder {
-            Some(e) => e.embed(&generic_phrases()).map_err(embed_error)?,
-            None => Vec::new(),
-        };
         let prompt =
             crate::prompts::render("profile_style", minijinja::context! { session => "" })?;
         Ok(Self {
@@ -351,7 +350,7 @@ impl<'a> Checks<'a> {
             example_words: example_words(&prompt),
             query_words: HashSet::new(),
             query_vec: None,
-            generic,
+            generic: Vec::new(),
         })
     }
 
