@@ -734,8 +734,20 @@ fn render_markdown(report: &Report) -> String {
                 }
             }
             form => {
-                md.push_str(&list_items(&s.paragraphs, form));
-                md.push('\n');
+                // "The sources found do not cover: …" is no step or item to tick: it stays a
+                // sentence after the list.
+                let (said, items): (Vec<Paragraph>, Vec<Paragraph>) = s
+                    .paragraphs
+                    .iter()
+                    .cloned()
+                    .partition(|p| p.text.starts_with(NOT_COVERED_OPENING));
+                if !items.is_empty() {
+                    md.push_str(&list_items(&items, form));
+                    md.push('\n');
+                }
+                for p in &said {
+                    md.push_str(&format!("{}\n\n", escape_block(&p.text)));
+                }
             }
         }
     }
@@ -840,14 +852,24 @@ mod tests {
             title: "Shoes".into(),
             query: "Which running shoes should I buy?".into(),
             summary: paragraph("1990. Cushioned shoes became common.", vec![1]),
-            sections: vec![Section {
-                heading: "Cushioning".into(),
-                direction: Some(0),
-                paragraphs: vec![
-                    paragraph("Foam absorbs impact. Thicker foam weighs more.", vec![1]),
-                    paragraph("- Drop is the heel-to-toe height difference.", vec![2]),
-                ],
-            }],
+            sections: vec![
+                Section {
+                    heading: "Cushioning".into(),
+                    direction: Some(0),
+                    paragraphs: vec![
+                        paragraph("Foam absorbs impact. Thicker foam weighs more.", vec![1]),
+                        paragraph("- Drop is the heel-to-toe height difference.", vec![2]),
+                    ],
+                },
+                Section {
+                    heading: NEEDS_HEADING.into(),
+                    direction: None,
+                    paragraphs: vec![paragraph(
+                        "The sources found do not cover: you have knee pain.",
+                        Vec::new(),
+                    )],
+                },
+            ],
             closing: String::new(),
             references: Vec::new(),
             markdown: String::new(),
@@ -889,6 +911,11 @@ mod tests {
         );
         let html = crate::research::html::markdown_to_html_fragment(&bullets);
         assert_eq!(html.matches("<li>").count(), 3, "{html}");
+        // What the sources do not cover is a sentence after the list, not an item.
+        assert!(
+            bullets.contains("\n\nThe sources found do not cover: you have knee pain.\n"),
+            "{bullets}"
+        );
         assert!(!html.contains("<ol"), "{html}");
 
         let steps = styled(Form::Steps, false).markdown;
