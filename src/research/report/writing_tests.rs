@@ -132,7 +132,15 @@ fn write_asked(
     support_judge: Option<f32>,
     asked: &str,
 ) -> (Report, Vec<Completion>) {
-    write_full(llm, f, needs, &[], support_judge, asked)
+    write_full(
+        llm,
+        f,
+        needs,
+        &[],
+        support_judge,
+        asked,
+        &AnswerStyle::default(),
+    )
 }
 
 fn write_full(
@@ -142,6 +150,7 @@ fn write_full(
     aspects: &[String],
     support_judge: Option<f32>,
     asked: &str,
+    style: &AnswerStyle,
 ) -> (Report, Vec<Completion>) {
     let persona = Persona::default();
     let input = ReportInput {
@@ -156,7 +165,7 @@ fn write_full(
         evidence: &f.evidence,
         current_date: "2025-05-01",
         support_judge,
-        style: &AnswerStyle::default(),
+        style,
     };
     write(llm, &Words, &input, &mut |_, _| {}).unwrap()
 }
@@ -493,7 +502,7 @@ fn topics_asked_for_keep_their_findings_in_the_body_and_only_uncovered_ones_are_
     // clarification's checklist): the Assam finding stays in its section.
     let (f, aspects) = tea_and_three_asks();
     let llm = Script::new(faithful);
-    let (report, _) = write_full(&llm, &f, &[], &aspects, None, "");
+    let (report, _) = write_full(&llm, &f, &[], &aspects, None, "", &AnswerStyle::default());
     assert_clean(&report);
     let (last, body) = report.sections.split_last().unwrap();
     assert_eq!(last.heading, NEEDS_HEADING);
@@ -839,31 +848,10 @@ fn a_reader_who_wants_short_bullet_points_gets_them_with_every_finding() {
     let profile =
         "Domain: hobby — tea\nExplanation style:\n- Wants short bullet points from now on\n";
     let style = answer_style(profile, &[]);
-    let persona = Persona::default();
-    let input = |style| ReportInput {
-        query: "How should I brew tea?",
-        asked: "",
-        persona: &persona,
-        profile,
-        needs: &[],
-        aspects: &[],
-        tree: &f.tree,
-        learnings: &f.learnings,
-        evidence: &f.evidence,
-        current_date: "2025-05-01",
-        support_judge: None,
-        style,
-    };
     let styled_llm = Script::new(faithful);
-    let (styled, _) = write(&styled_llm, &Words, &input(&style), &mut |_, _| {}).unwrap();
+    let (styled, _) = write_full(&styled_llm, &f, &[], &[], None, "", &style);
     let plain_llm = Script::new(faithful);
-    let (plain, _) = write(
-        &plain_llm,
-        &Words,
-        &input(&AnswerStyle::default()),
-        &mut |_, _| {},
-    )
-    .unwrap();
+    let (plain, _) = write_full(&plain_llm, &f, &[], &[], None, "", &AnswerStyle::default());
     assert_clean(&styled);
     assert_eq!(styled.style.form, Form::Bullets);
     // The same findings, in the same words: only the form differs.
