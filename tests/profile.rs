@@ -53,6 +53,7 @@ fn profile_with_the_real_model_cites_only_sessions_it_was_shown_and_nothing_gene
         expansion: ExpansionMode::Cot,
         candidates: 8,
         relevance_threshold: -1.0,
+        style_probes: false,
         ..ProfileOptions::default()
     };
     let run = rudder::profile::query_profile(&llm, &mut history, with, query, &options).unwrap();
@@ -204,6 +205,8 @@ fn cheap_options() -> ProfileOptions {
         // statement, still judged, so the phrases these tests look at stay.
         relevance_threshold: -1.0,
         memory_candidates: rudder::profile::memory::MEMORY_CANDIDATES,
+        // Six candidates and nothing else: the style reading has its own tests.
+        style_probes: false,
         ..ProfileOptions::default()
     }
 }

@@ -82,10 +82,18 @@ pub struct ProfileOptions {
     /// profile, and only a clear bearing on this question should let them in.
     #[serde(default = "default_probe_only_margin")]
     pub probe_only_margin: f32,
+    /// Read the chats the [`retrieve::STYLE_PROBES`] find for how the user wants answers
+    /// (up to three more candidates, one call each), whatever the question.
+    #[serde(default = "default_style_probes")]
+    pub style_probes: bool,
 }
 
 fn default_probe_only_margin() -> f32 {
     relevance::PROBE_ONLY_MARGIN
+}
+
+fn default_style_probes() -> bool {
+    true
 }
 
 impl Default for ProfileOptions {
@@ -100,6 +108,7 @@ impl Default for ProfileOptions {
             relevance_threshold: relevance::RELEVANCE_THRESHOLD,
             memory_candidates: 0,
             probe_only_margin: relevance::PROBE_ONLY_MARGIN,
+            style_probes: true,
         }
     }
 }
@@ -166,6 +175,7 @@ fn cache_key(model: &str, query: &str, options: &ProfileOptions, context: &str) 
             options.relevance_threshold,
             options.memory_candidates,
             options.probe_only_margin,
+            options.style_probes,
         ))
         .unwrap_or_default(),
     );
@@ -288,7 +298,11 @@ fn inferred_query_profile(
             &filter,
             options.candidates,
         )?;
-        let style = retrieve::style_sessions(history, embedder, &filter, &found)?;
+        let style = if options.style_probes {
+            retrieve::style_sessions(history, embedder, &filter, &found)?
+        } else {
+            retrieve::StyleSessions::default()
+        };
         found.extend(style.added);
         (found, style.read.into_iter().collect::<HashSet<i64>>())
     };
