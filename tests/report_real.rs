@@ -109,6 +109,36 @@ fn fixture() -> (Tree, Vec<Learning>, BTreeMap<String, Evidence>) {
     (tree, learnings, evidence)
 }
 
+/// The writer's input over the tea fixture: the English question, no reader known, no judge,
+/// paragraphs. Tests change what they test with struct update.
+fn tea_input<'a>(
+    tree: &'a Tree,
+    learnings: &'a [Learning],
+    evidence: &'a BTreeMap<String, Evidence>,
+    persona: &'a Persona,
+) -> ReportInput<'a> {
+    static PROSE: report::AnswerStyle = report::AnswerStyle {
+        form: report::Form::Paragraphs,
+        short: false,
+        plain: false,
+        because: Vec::new(),
+    };
+    ReportInput {
+        query: "How should I brew tea at home?",
+        asked: "",
+        persona,
+        profile: "",
+        needs: &[],
+        aspects: &[],
+        tree,
+        learnings,
+        evidence,
+        current_date: "2025-05-01",
+        support_judge: None,
+        style: &PROSE,
+    }
+}
+
 #[test]
 fn a_small_model_writes_a_report_with_no_debris_and_no_repeats() {
     let models = common::store();
@@ -121,16 +151,7 @@ fn a_small_model_writes_a_report_with_no_debris_and_no_repeats() {
         "Covers caffeine and sleep".to_string(),
     ];
     let input = ReportInput {
-        query: "How should I brew tea at home?",
-        asked: "",
-        persona: &persona,
-        profile: "",
         needs: &needs,
-        aspects: &[],
-        tree: &tree,
-        learnings: &learnings,
-        evidence: &evidence,
-        current_date: "2025-05-01",
         // As a run with SmolLM2 writes it: the judge is off for this model
         // (`judge::threshold_for`). Its P(yes) is low for nearly every pair: at qwen's 0.615,
         // or even at its own best threshold 0.18, it refuses every sentence, the learnings'
@@ -138,7 +159,7 @@ fn a_small_model_writes_a_report_with_no_debris_and_no_repeats() {
         // `eval_support` and `research_real`'s node test.
         support_judge: Some(rudder::checks::judge::threshold_for(common::CHAT_MODEL))
             .filter(|&t| t > 0.0),
-        style: &report::AnswerStyle::default(),
+        ..tea_input(&tree, &learnings, &evidence, &persona)
     };
     let (report, completions) = report::write(&llm, &embedder, &input, &mut |_, _| {}).unwrap();
     eprintln!("{}", report.markdown);
@@ -332,18 +353,8 @@ fn a_question_in_french_gets_french_labels_and_checked_translations() {
     let (tree, learnings, evidence) = fixture();
     let persona = Persona::default();
     let input = ReportInput {
-        query: "How should I brew tea at home?",
         asked: "Comment faut-il préparer le thé vert à la maison ?",
-        persona: &persona,
-        profile: "",
-        needs: &[],
-        aspects: &[],
-        tree: &tree,
-        learnings: &learnings,
-        evidence: &evidence,
-        current_date: "2025-05-01",
-        support_judge: None,
-        style: &report::AnswerStyle::default(),
+        ..tea_input(&tree, &learnings, &evidence, &persona)
     };
     let (report, completions) = report::write(&llm, &embedder, &input, &mut |_, _| {}).unwrap();
     eprintln!("{}", report.markdown);
@@ -392,18 +403,9 @@ fn a_small_model_writes_short_bullet_points_for_a_reader_who_wants_them() {
     assert!(style.short);
     let write = |style: &report::AnswerStyle| {
         let input = ReportInput {
-            query: "How should I brew tea at home?",
-            asked: "",
-            persona: &persona,
             profile,
-            needs: &[],
-            aspects: &[],
-            tree: &tree,
-            learnings: &learnings,
-            evidence: &evidence,
-            current_date: "2025-05-01",
-            support_judge: None,
             style,
+            ..tea_input(&tree, &learnings, &evidence, &persona)
         };
         report::write(&llm, &embedder, &input, &mut |_, _| {})
             .unwrap()

@@ -327,13 +327,7 @@ impl<'a> Checks<'a> {
             "memory_extract",
             minijinja::context! { items => Vec::<String>::new() },
         )?;
-        Ok(Self {
-            embedder,
-            example_words: example_words(&prompt),
-            query_words: HashSet::new(),
-            query_vec: None,
-            generic,
-        })
+        Ok(Self::without_question(embedder, &prompt, generic))
     }
 
     /// The checks for reading a session for how the user wants answers, where there is no
@@ -345,13 +339,23 @@ impl<'a> Checks<'a> {
     pub fn for_style(embedder: Option<&'a dyn Embedder>) -> Result<Self, ProfileError> {
         let prompt =
             crate::prompts::render("profile_style", minijinja::context! { session => "" })?;
-        Ok(Self {
+        Ok(Self::without_question(embedder, &prompt, Vec::new()))
+    }
+
+    /// Checks with no question to restate: the examples of `prompt` and these generic
+    /// phrasings (embedded).
+    fn without_question(
+        embedder: Option<&'a dyn Embedder>,
+        prompt: &str,
+        generic: Vec<Vec<f32>>,
+    ) -> Self {
+        Self {
             embedder,
-            example_words: example_words(&prompt),
+            example_words: example_words(prompt),
             query_words: HashSet::new(),
             query_vec: None,
-            generic: Vec::new(),
-        })
+            generic,
+        }
     }
 
     /// The highest cosine of `phrase` to a generic phrasing (0 without an embedder).
