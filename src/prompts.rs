@@ -46,6 +46,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../prompts/report_support.md"),
     ),
     (
+        "report_finding",
+        include_str!("../prompts/report_finding.md"),
+    ),
+    (
         "profile_general",
         include_str!("../prompts/profile_general.md"),
     ),
@@ -148,13 +152,14 @@ mod tests {
         for (name, _) in super::TEMPLATES {
             // The clarify_ templates are covered by `clarify::tests`; the node's retry is a
             // follow-up message in the node prompt's conversation (`node::tests`); the support
-            // judge is answered yes or no, not in JSON (`checks::judge::tests`).
+            // and finding judges are answered yes or no, not in JSON (`checks::judge::tests`).
             if name.starts_with("profile_")
                 || name.starts_with("memory_")
                 || name.starts_with("ask_")
                 || name.starts_with("clarify_")
                 || *name == "research_node_retry"
                 || *name == "report_support"
+                || *name == "report_finding"
             {
                 continue;
             }

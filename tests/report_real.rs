@@ -135,6 +135,7 @@ fn tea_input<'a>(
         evidence,
         current_date: "2025-05-01",
         support_judge: None,
+        finding_judge: None,
         style: &PROSE,
     }
 }

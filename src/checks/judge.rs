@@ -79,6 +79,91 @@ pub fn judge_pairs(llm: &dyn Llm, pairs: &[(&str, &str)]) -> crate::Result<(Vec<
     Ok((out, usage))
 }
 
+/// The lowest score ([`FindingJudged::score`]) a finding needs from the default chat model,
+/// qwen2.5-coder-1.5b-instruct, for the report to place it. Calibrated by `rudder eval
+/// finding-judge` on 462 labelled (question, finding) pairs (opening sentences of the passages
+/// the Wikipedia corpus returns for 36 questions, labelled by hand; key points; planted needs):
+/// the highest threshold keeping 95 % of the findings that bear on their question on half the
+/// questions, 0.19; on the other half recall 0.96, precision 0.59. It refuses 77 of the 170
+/// findings that do not bear on their question yet pass the outline's cosine cut.
+pub const FINDING_JUDGE_THRESHOLD: f32 = 0.19;
+
+/// The finding judge's threshold for the chat model `model` (0: the judge is off for it).
+///
+/// * qwen2.5-coder-1.5b-instruct: [`FINDING_JUDGE_THRESHOLD`].
+/// * smollm2-135m-instruct (the test model): off; it answers yes and no at random (see
+///   [`threshold_for`]).
+/// * any other model: 0, which refuses a finding the model is no more sure helps with this
+///   question than with a question it cannot bear on. `rudder eval finding-judge` calibrates
+///   one, set with `--finding-judge P`.
+pub fn finding_threshold_for(model: &str) -> f32 {
+    match model {
+        crate::config::DEFAULT_CHAT_MODEL => FINDING_JUDGE_THRESHOLD,
+        crate::config::SMOLLM2_CHAT_MODEL => 0.0,
+        _ => f32::MIN_POSITIVE,
+    }
+}
+
+/// A question no finding of a research run bears on. A finding's P(yes) for it is what the
+/// model says for that finding whatever the question: a bare definition draws a yes.
+pub const FINDING_CONTRAST_QUESTION: &str = "What is the capital of Australia?";
+
+/// The prompt asking whether `finding` helps answer `query`: the question first (shared by
+/// every finding of a report), the finding last (`prompts/report_finding.md`).
+pub fn finding_messages(query: &str, finding: &str) -> crate::Result<Vec<Message>> {
+    let prompt = crate::prompts::render("report_finding", minijinja::context! { query, finding })?;
+    Ok(vec![Message::user(prompt)])
+}
+
+/// One finding's judgement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FindingJudged {
+    /// P(yes) that it helps answer the question.
+    pub probability: f32,
+    /// P(yes) for [`FINDING_CONTRAST_QUESTION`].
+    pub bias: f32,
+}
+
+impl FindingJudged {
+    /// How much more the model says yes for this question than for one the finding cannot
+    /// bear on (contextual calibration: on the labelled pairs it refuses more off-topic
+    /// findings at the same recall than P(yes) alone).
+    pub fn score(&self) -> f32 {
+        self.probability - self.bias
+    }
+}
+
+/// Whether each of `findings` helps answer `query`, in order, with the calls' completions:
+/// two forward passes each (the question, then the contrast question), as many at once as
+/// the model serves.
+pub fn judge_findings(
+    llm: &dyn Llm,
+    query: &str,
+    findings: &[&str],
+) -> crate::Result<(Vec<FindingJudged>, Vec<Completion>)> {
+    let asks: Vec<(&str, &str)> = [query, FINDING_CONTRAST_QUESTION]
+        .iter()
+        .flat_map(|q| findings.iter().map(move |f| (*q, *f)))
+        .collect();
+    let answers = map_concurrent(llm.parallelism(), &asks, |_, (q, finding)| {
+        Ok::<_, crate::Error>(probability_of_yes(llm, finding_messages(q, finding)?)?)
+    });
+    let mut probabilities = Vec::with_capacity(asks.len());
+    let mut completions = Vec::with_capacity(asks.len());
+    for answer in answers {
+        let (p, completion) = answer?;
+        probabilities.push(p);
+        completions.push(completion);
+    }
+    let (asked, contrast) = probabilities.split_at(findings.len());
+    let judged = asked
+        .iter()
+        .zip(contrast)
+        .map(|(&probability, &bias)| FindingJudged { probability, bias })
+        .collect();
+    Ok((judged, completions))
+}
+
 /// Whether an error means the model cannot answer a yes/no question by probability (a stand-in
 /// model of a test, a server without log-probabilities that wrote something else): the report
 /// then falls back to the embedding check alone, and says so in the log.
@@ -194,6 +279,35 @@ mod tests {
     }
 
     #[test]
+    fn a_finding_is_asked_about_its_question_and_the_contrast_question() {
+        const DEFINITION: &str = "A week is a unit of time equal to seven days.";
+        const TEMPO: &str = "A tempo run is a steady effort held for about twenty minutes.";
+        let llm = ScriptedLlm::new(|prompt| {
+            let p = match (
+                prompt.contains(FINDING_CONTRAST_QUESTION),
+                prompt.ends_with(TEMPO),
+            ) {
+                (false, true) => 0.8,
+                (true, true) => 0.1,
+                // A bare definition draws a yes whatever the question.
+                _ => 0.75,
+            };
+            format!(r#"{{"probabilities":[{p},{}]}}"#, 1.0 - p)
+        });
+        let query = "How should I plan twelve weeks of training?";
+        let (judged, completions) = judge_findings(&llm, query, &[DEFINITION, TEMPO]).unwrap();
+        assert_eq!(completions.len(), 4);
+        assert!((judged[0].score()).abs() < 1e-5, "{judged:?}");
+        assert!((judged[1].score() - 0.7).abs() < 1e-5, "{judged:?}");
+        for prompt in llm.prompts() {
+            let at_question = prompt.find("Question:").unwrap();
+            let at_finding = prompt.rfind("Finding:").unwrap();
+            assert!(at_question < at_finding, "{prompt}");
+        }
+        assert_eq!(llm.prompts_with(query).len(), 2);
+    }
+
+    #[test]
     fn each_model_gets_its_calibrated_threshold() {
         assert_eq!(
             threshold_for(crate::config::DEFAULT_CHAT_MODEL),
@@ -201,6 +315,17 @@ mod tests {
         );
         assert_eq!(threshold_for(crate::config::SMOLLM2_CHAT_MODEL), 0.0);
         assert_eq!(threshold_for("qwen2.5-7b-instruct"), UNCALIBRATED_THRESHOLD);
+        assert_eq!(
+            finding_threshold_for(crate::config::DEFAULT_CHAT_MODEL),
+            FINDING_JUDGE_THRESHOLD
+        );
+        assert_eq!(
+            finding_threshold_for(crate::config::SMOLLM2_CHAT_MODEL),
+            0.0
+        );
+        // Any other model: on, refusing what draws no more yes than the contrast question.
+        let other = finding_threshold_for("qwen2.5-7b-instruct");
+        assert!(other > 0.0 && other < 0.01, "{other}");
     }
 
     #[test]

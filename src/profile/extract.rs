@@ -519,14 +519,32 @@ pub fn lost_amount(phrase: &str, source: &str) -> Option<String> {
     }
 }
 
-/// `phrase` with `amount` put after its money word: "Has limited budget (120 dollars), wants
-/// to track spending".
+/// `phrase` with `amount` put after its money noun ("Has limited budget (120 dollars), wants
+/// to track spending"), or at the end of the clause whose verb or adjective speaks of money
+/// ("Wants to spend it on herself (600 pounds), likes gardening"): inside a verb phrase the
+/// amount would split it ("spend (600 pounds) it").
 pub fn with_amount(phrase: &str, amount: &str) -> String {
-    match money_word_at(phrase) {
-        Some(end) => format!("{} ({amount}){}", &phrase[..end], &phrase[end..]),
-        None => format!("{phrase} ({amount})"),
-    }
+    let Some(end) = money_word_at(phrase) else {
+        return format!("{phrase} ({amount})");
+    };
+    let word_start = phrase[..end]
+        .rfind(|c: char| !c.is_alphanumeric())
+        .map_or(0, |i| i + 1);
+    let noun = MONEY_NOUNS.contains(&phrase[word_start..end].to_lowercase().as_str());
+    let at = if noun {
+        end
+    } else {
+        phrase[end..]
+            .find([',', ';'])
+            .map_or(phrase.len(), |i| end + i)
+    };
+    let head = phrase[..at].trim_end_matches(['.', ' ']);
+    format!("{head} ({amount}){}", &phrase[at..])
 }
+
+/// The money words after which an amount reads as that thing's amount ("budget (120
+/// dollars)").
+const MONEY_NOUNS: &[&str] = &["budget", "cost", "money", "price"];
 
 /// The byte offset just after the first money word of `phrase`.
 fn money_word_at(phrase: &str) -> Option<usize> {
@@ -971,7 +989,18 @@ pub(crate) mod tests {
         );
         assert_eq!(
             with_amount("Wants to spend little", "$85"),
-            "Wants to spend ($85) little"
+            "Wants to spend little ($85)"
+        );
+        assert_eq!(
+            with_amount(
+                "Has a pension pot, wants to spend it on something for herself, gardens",
+                "600 pounds"
+            ),
+            "Has a pension pot, wants to spend it on something for herself (600 pounds), gardens"
+        );
+        assert_eq!(
+            with_amount("Has a tight budget, runs", "$85"),
+            "Has a tight budget ($85), runs"
         );
         assert_eq!(
             lost_amount("has a limited budget", "budget running shoes 2024"),

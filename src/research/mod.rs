@@ -98,6 +98,11 @@ pub struct ResearchSettings {
     /// finding and shapes the follow-up questions. On a depth-2 × breadth-3 run it made about
     /// 18 calls and refused one claim the run without it opened its report with.
     pub judge_learnings: bool,
+    /// The lowest score the chat model must give that a finding helps answer the question for
+    /// the report to place it ([`crate::checks::judge::judge_findings`]); 0 leaves the
+    /// embedding cuts alone; None: the threshold calibrated for the model in use
+    /// ([`crate::checks::judge::finding_threshold_for`]).
+    pub finding_judge: Option<f32>,
 }
 
 impl Default for ResearchSettings {
@@ -114,6 +119,7 @@ impl Default for ResearchSettings {
             clarify_turns: 3,
             support_judge: None,
             judge_learnings: true,
+            finding_judge: None,
         }
     }
 }

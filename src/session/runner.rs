@@ -148,6 +148,9 @@ pub struct RunOverrides {
     /// `ResearchSettings::judge_learnings` (false leaves the judge to the report). Not a saved
     /// default: a knob for measuring it.
     pub judge_learnings: Option<bool>,
+    /// The report's finding judge threshold (`ResearchSettings::finding_judge`; 0 turns the
+    /// judge off). Not a saved default: it is calibrated per model.
+    pub finding_judge: Option<f32>,
 }
 
 impl RunOverrides {
@@ -174,6 +177,11 @@ impl RunOverrides {
                 "the support judge threshold must be 0 to 1, not {p}"
             ));
         }
+        if let Some(p) = self.finding_judge.filter(|p| !(0.0..=1.0).contains(p)) {
+            problems.push(format!(
+                "the finding judge threshold must be 0 to 1, not {p}"
+            ));
+        }
         if let Some(n) = self
             .fresh_evidence_pool
             .filter(|n| !(1..=MAX_FRESH_EVIDENCE_POOL).contains(n))
@@ -187,6 +195,7 @@ impl RunOverrides {
         }
         let mut settings = chosen.to_settings();
         settings.support_judge = self.support_judge;
+        settings.finding_judge = self.finding_judge;
         if let Some(n) = self.fresh_evidence_pool {
             settings.fresh_evidence_pool = n;
         }

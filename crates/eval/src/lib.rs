@@ -17,6 +17,7 @@
 //!   turned pairs.
 
 pub mod cases;
+pub mod finding_judge;
 pub mod judge;
 pub mod matchers;
 pub mod persona;

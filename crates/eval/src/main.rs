@@ -122,6 +122,21 @@ pub enum EvalCommand {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// Calibrate the report's finding judge: the chat model's P(yes) that a finding helps
+    /// answer the question, beside the embedding cosine of the outline's off-topic cut, on
+    /// crates/eval/data/finding_pairs.jsonl and pairs from the planted-needs set. Writes
+    /// DIR/table.md and DIR/records.json.
+    FindingJudge {
+        /// Where table.md and records.json go.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The planted-needs set's folder; written there from --seed when it has no
+        /// labels.json yet (default: DIR/set).
+        #[arg(long, value_name = "DIR")]
+        set: Option<PathBuf>,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
     /// What the user gets, measured without a large judge: retrieval of planted needs,
     /// profile need recall and citation precision, report need uptake for no-history, history
     /// and oracle systems, report hygiene, answer coverage and cost per stage. Writes
@@ -191,6 +206,10 @@ pub enum EvalCommand {
         /// match alone [default: Rudder's for the model, 0.615 for qwen2.5-coder-1.5b].
         #[arg(long, value_name = "P")]
         support_judge: Option<f32>,
+        /// The report's finding judge threshold, 0 to 1; 0 leaves the embedding cuts alone
+        /// [default: Rudder's for the model, 0.19 for qwen2.5-coder-1.5b].
+        #[arg(long, value_name = "S")]
+        finding_judge: Option<f32>,
     },
     /// Score Markdown reports (Rudder's or another system's) against one corpus-grounded
     /// question of crates/eval/data/grounded.jsonl by the same code: words, references (and
@@ -287,6 +306,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
         } => score_reports(ctx, &question, &reports, &out),
         EvalCommand::Relevance { out, set, seed } => relevance(ctx, &out, set, seed),
         EvalCommand::Support { out } => support_judge(ctx, &out),
+        EvalCommand::FindingJudge { out, set, seed } => finding_judge(ctx, &out, set, seed),
         EvalCommand::Quality {
             out,
             set,
@@ -307,6 +327,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
             depth,
             breadth,
             support_judge,
+            finding_judge,
         } => {
             let systems = systems
                 .split(',')
@@ -329,6 +350,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
                 depth,
                 breadth,
                 support_judge,
+                finding_judge,
             };
             quality(ctx, &out, set, seed, eval_dir, &options)
         }
@@ -832,6 +854,30 @@ fn support_judge(ctx: &Ctx, out: &std::path::Path) -> anyhow::Result<ExitCode> {
     let pairs = rudder_eval::support_judge::all_pairs();
     let report = calibrate_support_judge(llm.as_ref(), &embedder, &pairs, &progress)?;
     write(out, &report)?;
+    println!("{}", markdown(&report));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn finding_judge(
+    ctx: &Ctx,
+    out: &std::path::Path,
+    set_dir: Option<PathBuf>,
+    seed: u64,
+) -> anyhow::Result<ExitCode> {
+    use rudder_eval::finding_judge::{
+        calibrate_finding_judge, markdown, planted_pairs, shipped_pairs,
+    };
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let set_dir = set_dir.unwrap_or_else(|| out.join("set"));
+    let set = rudder_eval::quality::open_or_write_set(&set_dir, seed)?;
+    let store = ModelStore::open(&ctx.paths)?;
+    let embedder = open_embedder(ctx, &store)?;
+    let llm = rudder::llm::open_chat(&store, &ctx.settings, ctx.model.as_deref())?;
+    let mut pairs = shipped_pairs();
+    pairs.extend(planted_pairs(&set));
+    let progress = CountProgress::default();
+    let report = calibrate_finding_judge(llm.as_ref(), &embedder, &pairs, &progress)?;
+    rudder_eval::finding_judge::write(out, &report)?;
     println!("{}", markdown(&report));
     Ok(ExitCode::SUCCESS)
 }

@@ -171,6 +171,37 @@ pub fn calibrate_for_precision(scored: &[ScoredPair], min_precision: f32) -> Cal
     }
 }
 
+/// Like [`calibrate`], but the threshold is the highest cut-off whose recall on the
+/// calibration half reaches `min_recall`: for a check whose false negatives lose something
+/// the user should get (a finding of the research left out of the report), recall comes
+/// first.
+pub fn calibrate_for_recall(scored: &[ScoredPair], min_recall: f32) -> Calibration {
+    let halves = split_groups(scored.iter().map(|s| s.group.as_str()));
+    let (calibration, held_out): (Vec<&ScoredPair>, Vec<&ScoredPair>) = scored
+        .iter()
+        .partition(|s| halves[&s.group] == Half::Calibration);
+    let mut scores: Vec<f32> = calibration.iter().map(|p| p.score).collect();
+    scores.sort_by(|a, b| b.total_cmp(a));
+    scores.dedup();
+    // From the highest cut-off down, the first one that keeps enough (recall only grows);
+    // the threshold sits halfway to the next lower score.
+    let threshold = match scores
+        .iter()
+        .position(|&cut| prf(&calibration, cut).recall >= min_recall)
+    {
+        Some(i) => match scores.get(i + 1) {
+            Some(&next_lower) => (scores[i] + next_lower) / 2.0,
+            None => scores[i],
+        },
+        None => scores.last().copied().unwrap_or(0.5),
+    };
+    Calibration {
+        threshold,
+        calibration: prf(&calibration, threshold),
+        held_out: prf(&held_out, threshold),
+    }
+}
+
 /// Precision the need matcher is calibrated for ([`calibrate_need`]).
 pub const NEED_MIN_PRECISION: f32 = 0.85;
 

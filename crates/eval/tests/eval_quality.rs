@@ -94,6 +94,7 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
         depth: 0,
         breadth: 1,
         support_judge: None,
+        finding_judge: None,
     };
     let records = quality::run_quality(&ctx, &set, &options).unwrap();
     assert!(records.failures.is_empty(), "{:#?}", records.failures);

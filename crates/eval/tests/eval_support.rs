@@ -112,3 +112,37 @@ fn the_support_judge_calibrates_with_the_real_models() {
     let table = markdown(&report);
     assert!(table.contains("turned sentences let through"), "{table}");
 }
+
+#[test]
+fn the_finding_judge_calibrates_with_the_real_models() {
+    use rudder_eval::finding_judge::{calibrate_finding_judge, markdown, shipped_pairs};
+    let models = common::store();
+    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
+    let llm = common::small_model();
+    // Two questions' pairs: the whole file on one thread is minutes.
+    let pairs: Vec<_> = shipped_pairs()
+        .into_iter()
+        .filter(|p| p.group == "g01" || p.group == "u4-q1")
+        .collect();
+    assert!(pairs.iter().any(|p| p.bears) && pairs.iter().any(|p| !p.bears));
+    let report = calibrate_finding_judge(&llm, &embedder, &pairs, &NoProgress).unwrap();
+    assert_eq!(report.pairs, pairs.len());
+    assert_eq!(
+        report.usage.calls as usize,
+        2 * pairs.len(),
+        "two forward passes a pair: the question and the contrast question"
+    );
+    for s in &report.scored {
+        assert!((0.0..=1.0).contains(&s.probability), "{s:?}");
+        assert!((0.0..=1.0).contains(&s.bias), "{s:?}");
+        assert!((-1.0..=1.0).contains(&s.cosine), "{s:?}");
+    }
+    // Two questions fall in different halves, so each half is measured.
+    assert!(report.scores.iter().all(|s| (0.0..=1.0).contains(&s.auc)));
+    assert!(report.scores[0].name.contains("used"));
+    // The toddler-flight passages about aircraft share its words: the cosine cut keeps
+    // some of them, which is what the judge is for.
+    assert!(report.kept_by_cosine_cut >= 1, "{}", markdown(&report));
+    assert!(report.of_them_refused_by_judge <= report.kept_by_cosine_cut);
+    eprintln!("{}", markdown(&report));
+}

@@ -40,7 +40,8 @@ use crate::sources::{CitationTarget, Evidence};
 
 pub use needs::{need_label, needs_from, Need, MAX_NEEDS, NOT_COVERED_OPENING};
 pub use outline::{
-    DUPLICATE_COSINE, NEED_MATCH_COSINE, OFF_TOPIC_SECTION, PARAGRAPH_LEARNINGS, SUMMARY_LEARNINGS,
+    DUPLICATE_COSINE, NEED_MATCH_COSINE, OFF_TOPIC_FINDING, OFF_TOPIC_SECTION, PARAGRAPH_LEARNINGS,
+    SUMMARY_LEARNINGS,
 };
 pub use style::{answer_style, AnswerStyle, Form};
 
@@ -139,12 +140,22 @@ pub struct ReportInput<'a> {
     /// The lowest P(yes) the chat model must give that a sentence's passage states it
     /// ([`crate::checks::judge`]); None: the embedding match alone.
     pub support_judge: Option<f32>,
+    /// The lowest score the chat model must give that a finding helps answer the question
+    /// ([`crate::checks::judge::judge_findings`]); None: the embedding cuts alone.
+    pub finding_judge: Option<f32>,
     /// How the reader wants answers ([`answer_style`]).
     pub style: &'a AnswerStyle,
 }
 
 /// The heading of the section that answers the reader's needs.
 pub const NEEDS_HEADING: &str = "What this means for you";
+
+/// The summary of a report whose findings were all about something else: `{}` is their
+/// number.
+const NOTHING_ON_THE_QUESTION: &str = "The sources searched hold nothing found to answer this \
+                                       question: the {} findings of the research were about \
+                                       other things, and are left out. Add documents on it \
+                                       (or switch on web search), then run the research again.";
 
 /// The summary of a report with no findings.
 const NO_EVIDENCE: &str = "No evidence was found in the sources searched, so this report has \
@@ -202,7 +213,12 @@ pub fn write(
     input: &ReportInput<'_>,
     on_section: &mut dyn FnMut(usize, &str),
 ) -> Result<(Report, Vec<Completion>), ResearchError> {
-    let outline = outline::outline(input, embedder)?;
+    // The finding judge's calls, accounted with the writer's.
+    let judge_calls = std::sync::Mutex::new(Vec::new());
+    let judge = |findings: &[&str]| -> Vec<Option<f32>> {
+        judged_findings(llm, input.query, findings, &judge_calls)
+    };
+    let outline = outline::outline(input, embedder, &judge)?;
     // A question in another language than English gets its report written and checked in
     // the sources' words, then translated ([`language`]).
     let asked = if input.asked.is_empty() {
@@ -219,6 +235,9 @@ pub fn write(
         None => dominant_script(input.query),
     };
     let mut writer = Writer::new(llm, embedder, script, input.support_judge);
+    writer
+        .completions
+        .extend(judge_calls.into_inner().unwrap_or_default());
     let mut citations = Citations::default();
     // A learning with those merged into it (they say the same thing): its passages are all
     // theirs, and it cites them all.
@@ -249,7 +268,11 @@ pub fn write(
             title: super::tree::one_line(input.query, 200),
             query: asked.to_string(),
             summary: Paragraph {
-                text: NO_EVIDENCE.into(),
+                text: if outline.judged_off > 0 {
+                    NOTHING_ON_THE_QUESTION.replace("{}", &outline.judged_off.to_string())
+                } else {
+                    NO_EVIDENCE.into()
+                },
                 citations: Vec::new(),
             },
             sections: Vec::new(),
@@ -509,6 +532,29 @@ pub fn write(
     }
     report.markdown = render_markdown(&report);
     Ok((report, completions))
+}
+
+/// Each finding's score from the finding judge ([`crate::checks::judge::judge_findings`]),
+/// None for every one when the model cannot answer by probability or the call fails: the
+/// embedding cuts then decide alone, and the log says so.
+fn judged_findings(
+    llm: &dyn Llm,
+    query: &str,
+    findings: &[&str],
+    calls: &std::sync::Mutex<Vec<Completion>>,
+) -> Vec<Option<f32>> {
+    match crate::checks::judge::judge_findings(llm, query, findings) {
+        Ok((judged, completions)) => {
+            if let Ok(mut calls) = calls.lock() {
+                calls.extend(completions);
+            }
+            judged.iter().map(|j| Some(j.score())).collect()
+        }
+        Err(e) => {
+            tracing::warn!("the finding judge could not answer ({e}); findings are kept by the embedding cuts alone");
+            vec![None; findings.len()]
+        }
+    }
 }
 
 /// One model call of the report and where its output goes.

@@ -141,10 +141,60 @@ pub fn to_reader(statement: &str) -> String {
     match said {
         Some(opening) if rest.is_empty() => opening,
         // Profile statements join clauses of one subject ("Has limited budget, wants to
-        // track spending"): each clause's verb is turned too.
-        Some(opening) => format!("{opening} {}", later_clauses_to_reader(&rest)),
+        // track spending"): each clause's verb is turned too, and so are the words that
+        // point back to the user ("for themselves").
+        Some(opening) => format!(
+            "{opening} {}",
+            pronouns_to_reader(&later_clauses_to_reader(&rest))
+        ),
         None => statement.to_string(),
     }
+}
+
+/// `text` with the words that point back to the user in the third person said to them:
+/// "for themselves" → "for yourself", "his dad" → "your dad". "her" is turned only before a
+/// word it can own ("her dad", not "helps her with").
+fn pronouns_to_reader(text: &str) -> String {
+    let words: Vec<&str> = text.split(' ').collect();
+    words
+        .iter()
+        .enumerate()
+        .map(|(i, word)| {
+            let bare = word.trim_end_matches(|c: char| !c.is_alphanumeric());
+            let tail = &word[bare.len()..];
+            let turned = match bare {
+                "themselves" | "himself" | "herself" => "yourself",
+                "their" | "his" => "your",
+                "her"
+                    if tail.is_empty()
+                        && words.get(i + 1).is_some_and(|next| {
+                            !matches!(
+                                next.trim_end_matches(|c: char| !c.is_alphanumeric()),
+                                "to" | "with"
+                                    | "for"
+                                    | "and"
+                                    | "or"
+                                    | "a"
+                                    | "an"
+                                    | "the"
+                                    | "in"
+                                    | "on"
+                                    | "at"
+                                    | "about"
+                                    | "from"
+                                    | "that"
+                                    | ""
+                            )
+                        }) =>
+                {
+                    "your"
+                }
+                _ => return word.to_string(),
+            };
+            format!("{turned}{tail}")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The base of a third-person verb ("wants" → "want", "watches" → "watch"), or None for a
@@ -446,6 +496,18 @@ mod tests {
                 "you have limited budget, want to track spending",
             ),
             ("Budget of $120 for shoes", "Budget of $120 for shoes"),
+            (
+                "Has a pension pot, wants to spend it on something for themselves",
+                "you have a pension pot, want to spend it on something for yourself",
+            ),
+            (
+                "Wants a gift for her dad, asks friends to help her with it",
+                "you want a gift for your dad, ask friends to help her with it",
+            ),
+            (
+                "Is training for his first marathon",
+                "you are training for your first marathon",
+            ),
             ("Wide feet", "Wide feet"),
         ] {
             assert_eq!(to_reader(statement), said, "{statement}");

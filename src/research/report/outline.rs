@@ -108,6 +108,9 @@ pub(super) struct Outline {
     pub merged: BTreeMap<usize, Vec<usize>>,
     /// Learnings left out, with the reason.
     pub unplaced: Vec<(usize, String)>,
+    /// Of them, distinct findings the finding judge left out as not helping answer the
+    /// question.
+    pub judged_off: usize,
 }
 
 /// A learning's text as a sentence: whitespace collapsed, a capital first, a full stop last.
@@ -127,9 +130,13 @@ pub(super) fn tidy_sentence(text: &str) -> String {
 
 /// Plans the report: sections from the directions, needs, summary. Every distinct finding is
 /// placed once; those that cannot be are in [`Outline::unplaced`] with the reason.
+///
+/// `judge` scores findings by whether they help answer the question (the finding judge, used
+/// when [`ReportInput::finding_judge`] is set; None for a finding it could not score).
 pub(super) fn outline(
     input: &ReportInput<'_>,
     embedder: &dyn Embedder,
+    judge: &dyn Fn(&[&str]) -> Vec<Option<f32>>,
 ) -> Result<Outline, EmbedError> {
     let tree = input.tree;
     // (direction, question, learnings in tree order). The root's own learnings come first;
@@ -259,6 +266,39 @@ pub(super) fn outline(
         }
         kept.push(l);
         kept_words.push(words);
+    }
+    let mut judged_off = 0;
+    // Findings the chat model finds do not help answer the question, whatever words they
+    // share with it ("Gliders are fixed-wing aircraft …" for a long flight with a toddler):
+    // left out with those merged into them. When every finding goes, the report says the
+    // sources hold nothing that answers the question.
+    if let Some(threshold) = input.finding_judge.filter(|_| !kept.is_empty()) {
+        let texts: Vec<&str> = kept
+            .iter()
+            .map(|l| {
+                let i = candidates.iter().position(|c| c == l).unwrap_or(0);
+                tidy[i].as_str()
+            })
+            .collect();
+        let scores = judge(&texts);
+        let mut off: Vec<(usize, f32)> = Vec::new();
+        for (&l, score) in kept.iter().zip(&scores) {
+            if let Some(score) = score.filter(|&s| s < threshold) {
+                off.push((l, score));
+            }
+        }
+        judged_off = off.len();
+        for (l, score) in off {
+            let why = format!(
+                "the model finds it does not help answer the question (score {score:.2} < \
+                 {threshold:.2})"
+            );
+            for m in merged.remove(&l).unwrap_or_default() {
+                unplaced.push((m, why.clone()));
+            }
+            unplaced.push((l, why));
+            kept.retain(|&k| k != l);
+        }
     }
     for s in &mut sections {
         s.2.retain(|l| kept.contains(l));
@@ -523,6 +563,7 @@ pub(super) fn outline(
         needs,
         merged,
         unplaced,
+        judged_off,
     })
 }
 

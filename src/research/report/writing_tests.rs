@@ -15,6 +15,7 @@ const SUMMARY: &str = "You write the opening of a research report";
 const NEED: &str = "You tell one reader what research facts mean";
 const RETRY: &str = "Your last answer had these problems";
 const JUDGE: &str = "You check a report against its source";
+const FINDING_JUDGE: &str = "You decide which findings belong";
 
 /// The facts a prompt lists, without their numbers.
 fn facts_of(prompt: &str) -> Vec<String> {
@@ -165,6 +166,7 @@ fn write_full(
         evidence: &f.evidence,
         current_date: "2025-05-01",
         support_judge,
+        finding_judge: None,
         style,
     };
     write(llm, &Words, &input, &mut |_, _| {}).unwrap()
@@ -185,9 +187,10 @@ fn plan_of(f: &Fixture) -> outline::Outline {
         evidence: &f.evidence,
         current_date: "2025-05-01",
         support_judge: None,
+        finding_judge: None,
         style: &AnswerStyle::default(),
     };
-    outline::outline(&input, &Words).unwrap()
+    outline::outline(&input, &Words, &|_| Vec::new()).unwrap()
 }
 
 /// Every sentence and heading of a report, with what the quality evaluation checks.
@@ -373,6 +376,111 @@ fn a_sentence_that_turns_its_passage_around_is_refused_by_the_judge() {
     // Off, the same model's turned sentence passes on the embedding match alone.
     let (report, _) = write_judged(&llm, &f, &[], None);
     assert!(report.markdown.contains(TURNED), "{}", report.markdown);
+}
+
+/// The tea fixture written with the finding judge at `threshold`.
+fn write_with_finding_judge(
+    llm: &dyn Llm,
+    f: &Fixture,
+    threshold: f32,
+) -> (Report, Vec<Completion>) {
+    let persona = Persona::default();
+    let input = ReportInput {
+        query: "How should I brew tea?",
+        asked: "",
+        persona: &persona,
+        profile: "",
+        needs: &[],
+        aspects: &[],
+        tree: &f.tree,
+        learnings: &f.learnings,
+        evidence: &f.evidence,
+        current_date: "2025-05-01",
+        support_judge: None,
+        finding_judge: Some(threshold),
+        style: &AnswerStyle::default(),
+    };
+    write(llm, &Words, &input, &mut |_, _| {}).unwrap()
+}
+
+/// Findings that share the words of "How should I brew tea?" and say nothing about how to
+/// brew it.
+const TEA_PARTY: &[&str] = &[
+    "At a tea party, the host should brew tea for guests in the afternoon.",
+    "The Boston Tea Party was a protest in which colonists dumped tea into Boston harbour.",
+];
+
+/// A model whose finding judge says yes to brewing findings and no to tea-party ones, and that
+/// answers the contrast question with a middling yes for every finding.
+fn judging_tea_parties(prompt: &str) -> String {
+    if prompt.contains(FINDING_JUDGE) {
+        let p = if prompt.contains(crate::checks::judge::FINDING_CONTRAST_QUESTION) {
+            0.3
+        } else if TEA_PARTY.iter().any(|b| prompt.ends_with(b)) {
+            0.35
+        } else {
+            0.9
+        };
+        format!(r#"{{"probabilities":[{p},{}]}}"#, 1.0 - p)
+    } else {
+        faithful(prompt)
+    }
+}
+
+#[test]
+fn a_finding_the_model_finds_off_the_question_is_left_out() {
+    let f = fixture(&[
+        ("How is green tea brewed?", GREEN),
+        ("How should tea parties brew tea?", TEA_PARTY),
+    ]);
+    let llm = Script::new(judging_tea_parties);
+    // Without the judge, the embedding cuts keep them: they share the question's words.
+    let (report, _) = write_with(&llm, &f, &[]);
+    assert!(
+        report.markdown.contains(TEA_PARTY[0]),
+        "{}",
+        report.markdown
+    );
+    let llm = Script::new(judging_tea_parties);
+    let (report, completions) = write_with_finding_judge(&llm, &f, 0.19);
+    assert_clean(&report);
+    for party in TEA_PARTY {
+        assert!(!report.markdown.contains(party), "{}", report.markdown);
+    }
+    for tea in GREEN {
+        assert!(report.markdown.contains(tea), "{}", report.markdown);
+    }
+    // Each distinct finding is asked about twice (the question, the contrast question), and
+    // the calls are accounted with the writer's.
+    assert_eq!(
+        llm.prompts_with(FINDING_JUDGE).len(),
+        2 * (GREEN.len() + TEA_PARTY.len())
+    );
+    assert_eq!(completions.len(), llm.prompts().len());
+
+    // At a threshold above every score (0.6 for tea), nothing is placed, and the report says
+    // the sources hold nothing on the question instead of printing tea parties.
+    let (report, _) = write_with_finding_judge(&llm, &f, 0.7);
+    assert!(report.sections.is_empty(), "{}", report.markdown);
+    assert!(
+        report.summary.text.starts_with(
+            "The sources searched hold nothing found to answer this question: the 5 findings"
+        ),
+        "{}",
+        report.summary.text
+    );
+}
+
+#[test]
+fn a_model_that_cannot_judge_findings_leaves_them_to_the_embedding_cuts() {
+    // The scripted model writes prose for every prompt, the judge's included: no yes/no
+    // probabilities, so the judge steps aside and the tea report is written as without it.
+    let f = fixture(&[("How is green tea brewed?", GREEN)]);
+    let llm = Script::new(faithful);
+    let (report, _) = write_with_finding_judge(&llm, &f, 0.19);
+    for tea in GREEN {
+        assert!(report.markdown.contains(tea), "{}", report.markdown);
+    }
 }
 
 #[test]

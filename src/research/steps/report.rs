@@ -33,6 +33,7 @@ impl Run<'_, '_> {
             evidence: &self.s.evidence,
             current_date: &self.s.date,
             support_judge: self.support_judge(),
+            finding_judge: self.finding_judge(),
             style: &style,
         };
         let mut sections = Vec::new();
@@ -141,6 +142,18 @@ impl Run<'_, '_> {
                 .settings
                 .support_judge
                 .unwrap_or_else(|| judge::threshold_for(self.r.llm.model_name())),
+        )
+        .filter(|&t| t > 0.0)
+    }
+
+    /// The finding judge's threshold for this run's chat model (None: off): the setting, else
+    /// the model's calibrated one.
+    fn finding_judge(&self) -> Option<f32> {
+        Some(
+            self.r
+                .settings
+                .finding_judge
+                .unwrap_or_else(|| judge::finding_threshold_for(self.r.llm.model_name())),
         )
         .filter(|&t| t > 0.0)
     }

@@ -50,6 +50,12 @@ pub struct ResearchArgs {
     /// others].
     #[arg(long, value_name = "P")]
     support_judge: Option<f32>,
+    /// How much more likely the chat model must find it that a finding helps answer the
+    /// question than a question it cannot bear on, 0 to 1, for the report to place it; 0
+    /// leaves the embedding cuts alone [default: calibrated per model by `rudder eval
+    /// finding-judge`: 0.19 for qwen2.5-coder-1.5b, off for smollm2-135m, above 0 for others].
+    #[arg(long, value_name = "S")]
+    finding_judge: Option<f32>,
     /// How far down the ranking each node looks for passages no other node took, as a
     /// multiple of the passages it reads, 1 to 10; 1 reads the best matches, taken or not
     /// [default: 2; a passage from below the best matches must be as close to the question as
@@ -125,6 +131,7 @@ impl ResearchArgs {
                 },
                 always_ask: self.always_ask.then_some(true),
                 support_judge: self.support_judge,
+                finding_judge: self.finding_judge,
                 fresh_evidence_pool: self.fresh_evidence_pool,
                 judge_learnings: self.no_judge_learnings.then_some(false),
             },

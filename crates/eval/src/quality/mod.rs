@@ -137,6 +137,9 @@ pub struct QualityOptions {
     /// The report's support judge threshold (None: Rudder's default; 0: the embedding match
     /// alone), to measure the writer with and without it.
     pub support_judge: Option<f32>,
+    /// The report's finding judge threshold (None: Rudder's default; 0: the embedding cuts
+    /// alone).
+    pub finding_judge: Option<f32>,
 }
 
 impl Default for QualityOptions {
@@ -160,6 +163,7 @@ impl Default for QualityOptions {
             depth: 1,
             breadth: 1,
             support_judge: None,
+            finding_judge: None,
         }
     }
 }
@@ -956,6 +960,7 @@ fn settings(options: &QualityOptions) -> Result<rudder::research::ResearchSettin
         breadth: Some(options.breadth),
         clarify_turns: Some(0),
         support_judge: options.support_judge,
+        finding_judge: options.finding_judge,
         ..RunOverrides::default()
     }
     .resolve(&ResearchDefaults::default())
