@@ -234,7 +234,8 @@ pub fn write(
         }
         None => dominant_script(input.query),
     };
-    let mut writer = Writer::new(llm, embedder, script, input.support_judge);
+    let mut writer = Writer::new(llm, embedder, script, input.support_judge)
+        .with_short_sentences(input.style.short);
     writer
         .completions
         .extend(judge_calls.into_inner().unwrap_or_default());

@@ -87,8 +87,16 @@ pub(super) struct Writer<'a> {
     said: Vec<BTreeSet<String>>,
     /// Content words of the title and the headings so far.
     headings: Vec<BTreeSet<String>>,
+    /// The most words a sentence may have, for a reader who wants short answers
+    /// ([`super::AnswerStyle::short`]); None: any length.
+    max_words: Option<usize>,
     pub completions: Vec<Completion>,
 }
+
+/// The most words of a sentence for a reader who wants short answers: a bullet read at a
+/// glance. The 1.5B model copies a long finding whole when only told "short" (Maya's bullets
+/// ran to 30–40 words); a longer sentence is refused and asked again with this bound.
+pub const SHORT_SENTENCE_WORDS: usize = 20;
 
 pub(super) fn field_schema(field: &str, min: usize, max: usize) -> serde_json::Value {
     json!({
@@ -185,8 +193,16 @@ impl<'a> Writer<'a> {
             judge: Judge::new(llm, judge),
             said: Vec::new(),
             headings: Vec::new(),
+            max_words: None,
             completions: Vec::new(),
         }
+    }
+
+    /// The writer for a reader who wants short answers: a sentence longer than
+    /// [`SHORT_SENTENCE_WORDS`] is refused and asked again.
+    pub fn with_short_sentences(mut self, short: bool) -> Self {
+        self.max_words = short.then_some(SHORT_SENTENCE_WORDS);
+        self
     }
 
     /// One call for a one-field JSON object: the field's text, or why there is none, with the
@@ -234,6 +250,14 @@ impl<'a> Writer<'a> {
         }
         if self.repeats(sentence, kept) {
             return Ok(Some("it repeats a sentence already in the report".into()));
+        }
+        if let Some(max) = self.max_words {
+            let words = sentence.split_whitespace().count();
+            if words > max {
+                return Ok(Some(format!(
+                    "it is {words} words long, and this reader wants short answers: say the fact in at most {max} words"
+                )));
+            }
         }
         // "It had a profound impact …" opening a paragraph points at nothing before it.
         if kept.is_empty() && super::outline::leans_on_context(sentence) {

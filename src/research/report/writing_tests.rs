@@ -997,3 +997,48 @@ fn a_reader_who_wants_short_bullet_points_gets_them_with_every_finding() {
         assert!(!p.contains("What the sources say around them"), "{p}");
     }
 }
+
+#[test]
+fn a_long_sentence_for_a_reader_who_wants_short_answers_is_asked_again() {
+    // A 27-word finding: copied whole, it is too long for a bullet read at a glance.
+    const LONG: &str = "Gyokuro green tea is shaded for about three weeks before the spring \
+                        harvest, which raises its theanine and gives the brewed cup its sweet \
+                        and savoury taste.";
+    const SHORT: &str =
+        "Gyokuro green tea is shaded three weeks before harvest, which raises its theanine.";
+    let f = fixture(&[("How is green tea brewed?", &[GREEN[0], LONG])]);
+    let style = answer_style("Tone:\n- Wants short bullet points from now on\n", &[]);
+    assert!(style.short);
+    let llm = Script::new(|prompt| {
+        if prompt.contains(PARAGRAPH) || prompt.contains(SUMMARY) {
+            let facts = facts_of(prompt);
+            let texts: Vec<String> = facts
+                .into_iter()
+                .map(|f| {
+                    if prompt.contains("at most 20 words") && f == LONG {
+                        SHORT.into()
+                    } else {
+                        f
+                    }
+                })
+                .collect();
+            json_text("text", &texts.join(" "))
+        } else {
+            faithful(prompt)
+        }
+    });
+    let (report, _) = write_full(&llm, &f, &[], &[], None, "", &style);
+    assert_clean(&report);
+    assert!(!report.markdown.contains(LONG), "{}", report.markdown);
+    assert!(report.markdown.contains(SHORT), "{}", report.markdown);
+    let retries = llm.prompts_with(RETRY);
+    assert!(
+        retries
+            .iter()
+            .any(|r| r.contains("this reader wants short answers")),
+        "{retries:#?}"
+    );
+    // Without the style, the long finding is written as it is.
+    let (plain, _) = write_full(&llm, &f, &[], &[], None, "", &AnswerStyle::default());
+    assert!(plain.markdown.contains(LONG), "{}", plain.markdown);
+}
