@@ -115,8 +115,10 @@ fn profile_with_the_real_model_cites_only_sessions_it_was_shown_and_nothing_gene
     }
     assert!(carried <= rudder::profile::user_statements::MAX_STANDING);
     assert!(
-        run.profile.statements().len() - carried <= 7,
-        "domain plus at most six inferred"
+        run.profile.statements().len() - carried
+            <= 1 + rudder::profile::query_profile::MAX_STATEMENTS
+                + rudder::profile::query_profile::MAX_STYLE_STATEMENTS,
+        "domain plus at most six inferred, and two of how the user wants answers"
     );
     eprintln!("{}", run.profile.to_prompt_text());
 
@@ -327,7 +329,9 @@ fn the_real_model_s_profile_puts_the_users_words_first() {
         .filter(|(_, s)| !s.sessions.is_empty())
         .count();
     assert!(
-        inferred <= rudder::profile::query_profile::MAX_STATEMENTS,
+        inferred
+            <= rudder::profile::query_profile::MAX_STATEMENTS
+                + rudder::profile::query_profile::MAX_STYLE_STATEMENTS,
         "the user's words and standing constraints do not count against the inferred statements"
     );
     // Deleting whatever was inferred, and every standing constraint (deleting one of the

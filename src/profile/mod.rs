@@ -135,7 +135,7 @@ pub struct ProfileRun {
 }
 
 /// Names how profiles are built, for the cache key.
-const PROFILE_METHOD: &str = "memory-v1-answer-style-probe-margin-style-probes";
+const PROFILE_METHOD: &str = "memory-v1-answer-style-probe-margin-style-probes-style-slots";
 
 /// What else a profile depends on: the sources switched off for personalisation and, when the
 /// profile reads it, the state of the memory.

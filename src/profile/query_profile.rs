@@ -137,6 +137,11 @@ pub const SAID_PREFIX: &str = "They said: ";
 
 /// At most this many statements: the ones a small model's research prompts can use.
 pub const MAX_STATEMENTS: usize = 6;
+/// At most this many statements of how the user wants answers, beside [`MAX_STATEMENTS`]: they
+/// shape the report's form, not the research, so they take no statement's place (with them
+/// in the count, Lena's "Has experience cooking, likes Ottolenghi" left her holiday profile
+/// for "Wants checklists to be copied into notes app").
+pub const MAX_STYLE_STATEMENTS: usize = 2;
 
 /// The domain reason when nothing was inferred: work or hobby is not judged from history (no
 /// extra model call), so the reason cites no entry.
@@ -364,7 +369,24 @@ pub fn assemble(
             }),
         }
     }
-    groups.truncate(MAX_STATEMENTS);
+    // Statements of how the user wants answers have their own places.
+    let is_style =
+        |g: &Group| g.phrase.kind == PhraseKind::Presentation && is_answer_style(&g.phrase.text);
+    let (mut styles, mut others) = (0, 0);
+    groups.retain(|g| {
+        let count = if is_style(g) {
+            &mut styles
+        } else {
+            &mut others
+        };
+        *count += 1;
+        *count
+            <= if is_style(g) {
+                MAX_STYLE_STATEMENTS
+            } else {
+                MAX_STATEMENTS
+            }
+    });
     let mut profile = QueryProfile {
         query: query.to_string(),
         domain: Domain {
@@ -546,5 +568,51 @@ mod tests {
         let p = assemble("q", &phrases, None).unwrap();
         assert_eq!(p.need.emphasize.len(), MAX_STATEMENTS);
         assert_eq!(p.cited(), vec![0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn how_the_user_wants_answers_takes_no_statements_place() {
+        // Six situations, then three statements of style (ranked last), and one presentation
+        // phrase that is no style of answers.
+        let mut phrases: Vec<Phrase> = (0..6)
+            .map(|i| {
+                phrase(
+                    i,
+                    i as usize,
+                    &format!("Constraint number {i}"),
+                    PhraseKind::Constraint,
+                    3,
+                )
+            })
+            .collect();
+        for (i, text) in [
+            "Wants checklists to be copied into notes app",
+            "Wants short bullet points from now on",
+            "Prefers plain words, no jargon",
+            "Wants a shorter email",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            phrases.push(phrase(
+                10 + i as i64,
+                10 + i,
+                text,
+                PhraseKind::Presentation,
+                1,
+            ));
+        }
+        let p = assemble("q", &phrases, None).unwrap();
+        assert_eq!(p.need.emphasize.len(), MAX_STATEMENTS);
+        let styles: Vec<&str> = p
+            .tone
+            .iter()
+            .chain(&p.explanation_style)
+            .chain(&p.content_depth)
+            .map(|s| s.text.as_str())
+            .collect();
+        assert_eq!(styles.len(), MAX_STYLE_STATEMENTS, "{styles:?}");
+        assert!(styles.contains(&"Wants checklists to be copied into notes app"));
+        assert!(!styles.contains(&"Wants a shorter email"), "{styles:?}");
     }
 }
