@@ -206,7 +206,7 @@ impl Citations {
 /// Writes the report: assembled in code ([`outline`]), then written paragraph by paragraph with
 /// small checked calls ([`prose`]). `embedder` backs the checks (meaning-level duplicates,
 /// support, needs). Returns the report with the completions of its calls (for accounting) and
-/// calls `on_section` as each section is done.
+/// calls `on_section` for each section once the report is settled.
 pub fn write(
     llm: &dyn Llm,
     embedder: &dyn Embedder,
@@ -447,7 +447,6 @@ pub fn write(
                     Slot::SectionHeading(section) => {
                         let heading =
                             writer.settle_heading(draft, &render, field, query, fallback, false)?;
-                        on_section(sections.len(), &heading);
                         sections.push(Section {
                             heading,
                             direction: outline.sections[section].direction,
@@ -502,7 +501,6 @@ pub fn write(
         }
     }
     if !answered.is_empty() {
-        on_section(sections.len(), NEEDS_HEADING);
         sections.push(Section {
             heading: NEEDS_HEADING.into(),
             direction: None,
@@ -510,6 +508,12 @@ pub fn write(
         });
     }
 
+    if summary.text.is_empty() {
+        open_with_first_paragraph(&mut summary, &mut sections);
+    }
+    for (index, section) in sections.iter().enumerate() {
+        on_section(index, &section.heading);
+    }
     let mut report = Report {
         title,
         query: asked.to_string(),
@@ -533,6 +537,25 @@ pub fn write(
     }
     report.markdown = render_markdown(&report);
     Ok((report, completions))
+}
+
+/// When no wording of the opening answer passed the checks, the body's first paragraph opens
+/// the report instead (moved, not copied; a section it leaves empty goes): a report that
+/// starts on a heading reads as if its answer were missing.
+fn open_with_first_paragraph(summary: &mut Paragraph, sections: &mut Vec<Section>) {
+    let Some(index) = sections
+        .iter()
+        .position(|s| s.heading != NEEDS_HEADING && !s.paragraphs.is_empty())
+    else {
+        return;
+    };
+    tracing::info!(
+        "report: no opening passed the checks; the first paragraph of the body opens it"
+    );
+    *summary = sections[index].paragraphs.remove(0);
+    if sections[index].paragraphs.is_empty() {
+        sections.remove(index);
+    }
 }
 
 /// Each finding's score from the finding judge ([`crate::checks::judge::judge_findings`]),
@@ -832,6 +855,41 @@ fn render_markdown(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_report_whose_opening_failed_opens_with_its_first_paragraph() {
+        let paragraph = |text: &str| Paragraph {
+            text: text.into(),
+            citations: vec![1],
+        };
+        let section = |heading: &str, texts: &[&str]| Section {
+            heading: heading.into(),
+            direction: None,
+            paragraphs: texts.iter().map(|t| paragraph(t)).collect(),
+        };
+        let mut summary = paragraph("");
+        let mut sections = vec![
+            section("Gliders", &["Gliders fly without an engine."]),
+            section("Packing", &["Pack snacks.", "Pack a change of clothes."]),
+            section(NEEDS_HEADING, &["The sources found do not cover: naps."]),
+        ];
+        open_with_first_paragraph(&mut summary, &mut sections);
+        assert_eq!(summary.text, "Gliders fly without an engine.");
+        assert_eq!(summary.citations, vec![1]);
+        // The section it leaves empty goes; the others stay as they were.
+        let headings: Vec<&str> = sections.iter().map(|s| s.heading.as_str()).collect();
+        assert_eq!(headings, ["Packing", NEEDS_HEADING]);
+        let mut summary = paragraph("");
+        open_with_first_paragraph(&mut summary, &mut sections);
+        assert_eq!(summary.text, "Pack snacks.");
+        assert_eq!(sections[0].paragraphs.len(), 1);
+        // The needs section is never moved up.
+        let mut summary = paragraph("");
+        let mut needs_only = vec![section(NEEDS_HEADING, &["You have a toddler."])];
+        open_with_first_paragraph(&mut summary, &mut needs_only);
+        assert!(summary.text.is_empty());
+        assert_eq!(needs_only[0].paragraphs.len(), 1);
+    }
 
     #[test]
     fn references_name_sources_without_local_paths() {
