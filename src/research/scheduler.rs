@@ -399,6 +399,7 @@ mod tests {
                 language: String::new(),
                 untranslated: 0,
                 style: Default::default(),
+                off_question: Vec::new(),
             })),
         });
         let s = fold(events);

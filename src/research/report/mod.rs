@@ -93,6 +93,10 @@ pub struct Report {
     /// Rudder knows nothing about, and for reports written before styles existed.
     #[serde(default)]
     pub style: AnswerStyle,
+    /// Findings of the research left out as not about the question (the run's log says why
+    /// for each), so a measure of what the report carries can leave them aside.
+    #[serde(default)]
+    pub off_question: Vec<String>,
 }
 
 impl Report {
@@ -263,6 +267,11 @@ pub fn write(
         }
     };
     let facts = |ls: &[usize]| -> Vec<Fact> { ls.iter().map(|&l| fact(l)).collect() };
+    let off_question: Vec<String> = outline
+        .off_question
+        .iter()
+        .map(|&l| input.learnings[l].text.clone())
+        .collect();
 
     if outline.summary.is_empty() {
         let mut report = Report {
@@ -283,6 +292,7 @@ pub fn write(
             language: String::new(),
             untranslated: 0,
             style: AnswerStyle::default(),
+            off_question: off_question.clone(),
         };
         report.markdown = render_markdown(&report);
         return Ok((report, writer.completions));
@@ -527,6 +537,7 @@ pub fn write(
         language: String::new(),
         untranslated: 0,
         style: input.style.clone(),
+        off_question,
     };
     let mut completions = writer.completions;
     if let Some(lang) = lang {
@@ -931,6 +942,7 @@ mod tests {
             language: String::new(),
             untranslated: 0,
             style: AnswerStyle::default(),
+            off_question: Vec::new(),
         };
         report.markdown = render_markdown(&report);
         let shared = format!("{}\n{}", report.markdown, report.to_html());
@@ -986,6 +998,7 @@ mod tests {
                 plain: false,
                 because: vec!["Wants short bullet points from now on".into()],
             },
+            off_question: Vec::new(),
         };
         if form == Form::Paragraphs && !short {
             report.style = AnswerStyle::default();

@@ -111,6 +111,9 @@ pub(super) struct Outline {
     /// Of them, distinct findings the finding judge left out as not helping answer the
     /// question.
     pub judged_off: usize,
+    /// Distinct findings left out as not about the question (by the cosine cuts or the
+    /// finding judge), in the order left out.
+    pub off_question: Vec<usize>,
 }
 
 /// A learning's text as a sentence: whitespace collapsed, a capital first, a full stop last.
@@ -268,6 +271,7 @@ pub(super) fn outline(
         kept_words.push(words);
     }
     let mut judged_off = 0;
+    let mut off_question: Vec<usize> = Vec::new();
     // Findings the chat model finds do not help answer the question, whatever words they
     // share with it ("Gliders are fixed-wing aircraft …" for a long flight with a toddler):
     // left out with those merged into them. When every finding goes, the report says the
@@ -297,6 +301,7 @@ pub(super) fn outline(
                 unplaced.push((m, why.clone()));
             }
             unplaced.push((l, why));
+            off_question.push(l);
             kept.retain(|&k| k != l);
         }
     }
@@ -361,6 +366,7 @@ pub(super) fn outline(
                 continue;
             }
             for &l in &s.2 {
+                off_question.push(l);
                 unplaced.push((
                     l,
                     format!(
@@ -407,6 +413,7 @@ pub(super) fn outline(
                     if near >= NEAR_ON_TOPIC_FINDING {
                         return true;
                     }
+                    off_question.push(l);
                     unplaced.push((
                         l,
                         format!(
@@ -564,6 +571,7 @@ pub(super) fn outline(
         merged,
         unplaced,
         judged_off,
+        off_question,
     })
 }
 

@@ -18,4 +18,9 @@ untranslated: number,
  * How the body is written for this reader ([`answer_style`]): the default for a reader
  * Rudder knows nothing about, and for reports written before styles existed.
  */
-style: AnswerStyle, };
+style: AnswerStyle, 
+/**
+ * Findings of the research left out as not about the question (the run's log says why
+ * for each), so a measure of what the report carries can leave them aside.
+ */
+off_question: Array<string>, };

@@ -32,12 +32,23 @@ pub struct FindingCoverage {
     pub placed: usize,
     /// The distinct findings no paragraph states.
     pub missing: Vec<String>,
+    /// Of the missing, those the report says it left out as not about the question
+    /// ([`Report::off_question`]).
+    #[serde(default)]
+    pub off_question: usize,
 }
 
 impl FindingCoverage {
     /// `placed / distinct`; `None` for a run with no finding.
     pub fn share(&self) -> Option<f64> {
         (self.distinct > 0).then(|| self.placed as f64 / self.distinct as f64)
+    }
+
+    /// `placed / (distinct - off_question)`: what the report carries of the findings about
+    /// its question; `None` when there are none.
+    pub fn on_question_share(&self) -> Option<f64> {
+        let on = self.distinct.saturating_sub(self.off_question);
+        (on > 0).then(|| self.placed as f64 / on as f64)
     }
 }
 
@@ -86,12 +97,16 @@ pub fn distinct_findings(
     Ok(kept.into_iter().map(|i| texts[i].to_string()).collect())
 }
 
-/// How many of `findings` some paragraph of `text` states.
+/// How many of `findings` some paragraph of `text` states; of those it does not, how many are
+/// among `off_question` (the report's findings left out as not about the question: the same
+/// text, or one that says the same thing by content words).
 pub fn finding_coverage(
     findings: &[String],
     text: &ReportText,
     support: &SupportMatcher,
+    off_question: &[String],
 ) -> Result<FindingCoverage, EvalError> {
+    let off_words: Vec<_> = off_question.iter().map(|t| content_words(t)).collect();
     let mut out = FindingCoverage {
         distinct: findings.len(),
         ..FindingCoverage::default()
@@ -107,6 +122,13 @@ pub fn finding_coverage(
         if stated {
             out.placed += 1;
         } else {
+            let words = content_words(finding);
+            if off_words
+                .iter()
+                .any(|w| jaccard(w, &words) >= NEAR_DUPLICATE_JACCARD)
+            {
+                out.off_question += 1;
+            }
             out.missing.push(finding.clone());
         }
     }
@@ -196,5 +218,25 @@ mod tests {
             Some(vec!["a budget".to_string(), "knee safety".to_string()])
         );
         assert_eq!(not_covered_needs("The sources cover everything."), None);
+    }
+
+    #[test]
+    fn coverage_on_the_question_leaves_aside_what_the_report_left_out_as_off_it() {
+        let c = FindingCoverage {
+            distinct: 10,
+            placed: 6,
+            missing: Vec::new(),
+            off_question: 2,
+        };
+        assert_eq!(c.share(), Some(0.6));
+        assert_eq!(c.on_question_share(), Some(0.75));
+        let all_off = FindingCoverage {
+            distinct: 3,
+            placed: 0,
+            missing: Vec::new(),
+            off_question: 3,
+        };
+        assert_eq!(all_off.share(), Some(0.0));
+        assert_eq!(all_off.on_question_share(), None);
     }
 }

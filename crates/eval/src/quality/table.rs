@@ -172,7 +172,7 @@ pub fn markdown(r: &QualityRecords) -> String {
     );
 
     out.push_str("\n## What the reports carry of the research\n\n");
-    out.push_str("| system | reports | distinct findings | finding coverage | summary in body | \"not covered\" needs | of them false | words |\n|---|---|---|---|---|---|---|---|\n");
+    out.push_str("| system | reports | distinct findings | finding coverage | of those on the question | summary in body | \"not covered\" needs | of them false | words |\n|---|---|---|---|---|---|---|---|---|\n");
     let carried = ReportSystem::ALL
         .iter()
         .map(|&system| {
@@ -198,11 +198,12 @@ pub fn markdown(r: &QualityRecords) -> String {
         }
         let _ = writeln!(
             out,
-            "| {name} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} |",
             parts.len(),
             mean(parts.iter().map(|p| p.0.distinct as f64))
                 .map_or("–".into(), |n| format!("{n:.1}")),
             fmt(mean(parts.iter().filter_map(|p| p.0.share()))),
+            fmt(mean(parts.iter().filter_map(|p| p.0.on_question_share()))),
             fmt(mean(parts.iter().filter_map(|p| p.1.summary_share()))),
             parts.iter().map(|p| p.1.not_covered).sum::<usize>(),
             parts
@@ -214,7 +215,9 @@ pub fn markdown(r: &QualityRecords) -> String {
     }
     out.push_str(
         "\n*finding coverage*: the share of the run's distinct findings some report paragraph \
-         states (support matcher); *summary in body*: the share of the summary's sentences a \
+         states (support matcher); *of those on the question*: the same, leaving aside the \
+         findings the report says it left out as not about the question (cosine cuts, finding \
+         judge); *summary in body*: the share of the summary's sentences a \
          section paragraph supports; *false*: needs listed as not covered that a sentence of the \
          report answers.\n",
     );
