@@ -797,11 +797,25 @@ fn render_markdown(report: &Report) -> String {
     if !report.style.is_default() {
         md.push_str(&style_note(&report.style, &labels));
     }
-    md.push_str(&format!(
-        "{}{}\n\n",
-        escape_block(&report.summary.text),
-        cite_marks(&report.summary.citations)
-    ));
+    // The opening answer stays a paragraph, unless it is all the report has to say: a reader
+    // who wants a list then gets its sentences as the list.
+    let body = report
+        .sections
+        .iter()
+        .any(|s| s.heading != NEEDS_HEADING && s.heading != labels.for_you);
+    if report.style.form != Form::Paragraphs && !body && !report.summary.citations.is_empty() {
+        md.push_str(&list_items(
+            std::slice::from_ref(&report.summary),
+            report.style.form,
+        ));
+        md.push('\n');
+    } else {
+        md.push_str(&format!(
+            "{}{}\n\n",
+            escape_block(&report.summary.text),
+            cite_marks(&report.summary.citations)
+        ));
+    }
     for s in &report.sections {
         md.push_str(&format!("## {}\n\n", escape_markdown(&s.heading)));
         match report.style.form {
@@ -1005,6 +1019,32 @@ mod tests {
         }
         report.markdown = render_markdown(&report);
         report
+    }
+
+    #[test]
+    fn a_list_reader_whose_report_is_only_an_opening_gets_it_as_a_list() {
+        let mut report = styled(Form::Bullets, true);
+        report.sections.retain(|s| s.heading == NEEDS_HEADING);
+        report.markdown = render_markdown(&report);
+        let md = &report.markdown;
+        assert!(
+            md.contains("\n- 1990\\.\n- Cushioned shoes became common."),
+            "{md}"
+        );
+        // A report with a body keeps its opening a paragraph.
+        let full = styled(Form::Bullets, true).markdown;
+        assert!(
+            full.contains("1990\\. Cushioned shoes became common."),
+            "{full}"
+        );
+        // An opening that cites nothing (nothing was found) is a sentence, not an item.
+        report.summary.citations.clear();
+        report.markdown = render_markdown(&report);
+        assert!(
+            !report.markdown.contains("\n- 1990."),
+            "{}",
+            report.markdown
+        );
     }
 
     #[test]

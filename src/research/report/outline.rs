@@ -47,6 +47,14 @@ pub const NEAR_ON_TOPIC_FINDING: f32 = 0.3;
 /// drifted heading. Findings under the direction that found them differ by at most 0.1 from the
 /// next section's question on that run.
 pub const REHOME_MARGIN: f32 = 0.2;
+/// A finding at least this close to the question (all-MiniLM-L6-v2 cosine) stays whatever the
+/// finding judge says. The 1.5B judge reads some statements of the subject as a no (a
+/// negative one: "Antibiotics are not effective against viruses or fungi" scored -0.01 for
+/// "… how do antibiotics fight infections?", at cosine 0.49); on the labelled pairs of
+/// `rudder eval finding-judge` any bar from 0.45 to 0.6 keeps recall at 0.958 (0.952 without
+/// the rescue) and refuses 74 to 77 of the 170 off-topic findings the cosine cut keeps; the
+/// lowest, which keeps most, is taken.
+pub const JUDGE_RESCUE_COSINE: f32 = 0.45;
 /// Learnings per paragraph: what a 1.5B model connects reliably in one call.
 pub const PARAGRAPH_LEARNINGS: usize = 3;
 /// Learnings the summary states.
@@ -285,17 +293,29 @@ pub(super) fn outline(
             })
             .collect();
         let scores = judge(&texts);
-        let mut off: Vec<(usize, f32)> = Vec::new();
+        let mut off: Vec<(usize, f32, f32)> = Vec::new();
         for (&l, score) in kept.iter().zip(&scores) {
+            let close = if query_vector.is_empty() {
+                0.0
+            } else {
+                cosine(vector(l), &query_vector)
+            };
             if let Some(score) = score.filter(|&s| s < threshold) {
-                off.push((l, score));
+                if close >= JUDGE_RESCUE_COSINE {
+                    tracing::debug!(
+                        "report: finding {l} kept though the judge scores it {score:.2}: \
+                         its cosine to the question is {close:.2}"
+                    );
+                } else {
+                    off.push((l, score, close));
+                }
             }
         }
         judged_off = off.len();
-        for (l, score) in off {
+        for (l, score, close) in off {
             let why = format!(
                 "the model finds it does not help answer the question (score {score:.2} < \
-                 {threshold:.2})"
+                 {threshold:.2}; cosine {close:.2} < {JUDGE_RESCUE_COSINE})"
             );
             for m in merged.remove(&l).unwrap_or_default() {
                 unplaced.push((m, why.clone()));
@@ -561,7 +581,10 @@ pub(super) fn outline(
         })
         .collect();
     for (l, why) in &unplaced {
-        tracing::info!("report: finding {l} not placed ({why})");
+        tracing::info!(
+            "report: finding {l} not placed ({why}): {}",
+            one_line(&input.learnings[*l].text, 160)
+        );
     }
     Ok(Outline {
         summary,

@@ -403,11 +403,11 @@ fn write_with_finding_judge(
     write(llm, &Words, &input, &mut |_, _| {}).unwrap()
 }
 
-/// Findings that share the words of "How should I brew tea?" and say nothing about how to
-/// brew it.
+/// Findings that share a word of "How should I brew tea?" and say nothing about how to brew
+/// it: close enough for the embedding cuts, not so close that closeness alone keeps them.
 const TEA_PARTY: &[&str] = &[
-    "At a tea party, the host should brew tea for guests in the afternoon.",
-    "The Boston Tea Party was a protest in which colonists dumped tea into Boston harbour.",
+    "Tea parties gather guests each afternoon.",
+    "The Boston Tea Party dumped tea cargo.",
 ];
 
 /// A model whose finding judge says yes to brewing findings and no to tea-party ones, and that
@@ -458,17 +458,19 @@ fn a_finding_the_model_finds_off_the_question_is_left_out() {
     );
     assert_eq!(completions.len(), llm.prompts().len());
 
-    // At a threshold above every score (0.6 for tea), nothing is placed, and the report says
-    // the sources hold nothing on the question instead of printing tea parties.
-    let (report, _) = write_with_finding_judge(&llm, &f, 0.7);
+    // When every finding is off the question, nothing is placed, and the report says the
+    // sources hold nothing on it instead of printing tea parties.
+    let parties = fixture(&[("How should tea parties brew tea?", TEA_PARTY)]);
+    let (report, _) = write_with_finding_judge(&llm, &parties, 0.19);
     assert!(report.sections.is_empty(), "{}", report.markdown);
     assert!(
         report.summary.text.starts_with(
-            "The sources searched hold nothing found to answer this question: the 5 findings"
+            "The sources searched hold nothing found to answer this question: the 2 findings"
         ),
         "{}",
         report.summary.text
     );
+    assert_eq!(report.off_question.len(), 2, "{:?}", report.off_question);
 }
 
 #[test]
