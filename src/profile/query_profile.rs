@@ -552,9 +552,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn at_most_six_statements() {
-        let phrases: Vec<Phrase> = (0..10)
+    /// `n` constraint phrases, each from its own session, in rank order.
+    fn constraints(n: i64) -> Vec<Phrase> {
+        (0..n)
             .map(|i| {
                 phrase(
                     i,
@@ -564,7 +564,12 @@ mod tests {
                     3,
                 )
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn at_most_six_statements() {
+        let phrases = constraints(10);
         let p = assemble("q", &phrases, None).unwrap();
         assert_eq!(p.need.emphasize.len(), MAX_STATEMENTS);
         assert_eq!(p.cited(), vec![0, 1, 2, 3, 4, 5]);
@@ -574,17 +579,7 @@ mod tests {
     fn how_the_user_wants_answers_takes_no_statements_place() {
         // Six situations, then three statements of style (ranked last), and one presentation
         // phrase that is no style of answers.
-        let mut phrases: Vec<Phrase> = (0..6)
-            .map(|i| {
-                phrase(
-                    i,
-                    i as usize,
-                    &format!("Constraint number {i}"),
-                    PhraseKind::Constraint,
-                    3,
-                )
-            })
-            .collect();
+        let mut phrases = constraints(6);
         for (i, text) in [
             "Wants checklists to be copied into notes app",
             "Wants short bullet points from now on",

@@ -120,13 +120,18 @@ pub fn split_groups<'g>(groups: impl IntoIterator<Item = &'g str>) -> HashMap<St
         .collect()
 }
 
+/// The pairs of the calibration half and of the held-out half ([`split_groups`]).
+fn halves(scored: &[ScoredPair]) -> (Vec<&ScoredPair>, Vec<&ScoredPair>) {
+    let halves = split_groups(scored.iter().map(|s| s.group.as_str()));
+    scored
+        .iter()
+        .partition(|s| halves[&s.group] == Half::Calibration)
+}
+
 /// Splits by group, picks the F1-maximising threshold on the calibration half and measures
 /// it on both halves (see the module doc).
 pub fn calibrate(scored: &[ScoredPair]) -> Calibration {
-    let halves = split_groups(scored.iter().map(|s| s.group.as_str()));
-    let (calibration, held_out): (Vec<&ScoredPair>, Vec<&ScoredPair>) = scored
-        .iter()
-        .partition(|s| halves[&s.group] == Half::Calibration);
+    let (calibration, held_out) = halves(scored);
     let threshold = best_threshold(&calibration);
     Calibration {
         threshold,
@@ -140,10 +145,7 @@ pub fn calibrate(scored: &[ScoredPair]) -> Calibration {
 /// matcher whose false positives flatter the system measured (a need "addressed" by a report
 /// that knows nothing of its reader), precision comes first.
 pub fn calibrate_for_precision(scored: &[ScoredPair], min_precision: f32) -> Calibration {
-    let halves = split_groups(scored.iter().map(|s| s.group.as_str()));
-    let (calibration, held_out): (Vec<&ScoredPair>, Vec<&ScoredPair>) = scored
-        .iter()
-        .partition(|s| halves[&s.group] == Half::Calibration);
+    let (calibration, held_out) = halves(scored);
     let mut scores: Vec<f32> = calibration.iter().map(|p| p.score).collect();
     scores.sort_by(|a, b| b.total_cmp(a));
     scores.dedup();
@@ -176,10 +178,7 @@ pub fn calibrate_for_precision(scored: &[ScoredPair], min_precision: f32) -> Cal
 /// the user should get (a finding of the research left out of the report), recall comes
 /// first.
 pub fn calibrate_for_recall(scored: &[ScoredPair], min_recall: f32) -> Calibration {
-    let halves = split_groups(scored.iter().map(|s| s.group.as_str()));
-    let (calibration, held_out): (Vec<&ScoredPair>, Vec<&ScoredPair>) = scored
-        .iter()
-        .partition(|s| halves[&s.group] == Half::Calibration);
+    let (calibration, held_out) = halves(scored);
     let mut scores: Vec<f32> = calibration.iter().map(|p| p.score).collect();
     scores.sort_by(|a, b| b.total_cmp(a));
     scores.dedup();

@@ -515,12 +515,18 @@ impl<'a> Writer<'a> {
             let why = match answer {
                 Ok(text) => {
                     // Quotes and a full stop are harmless; a cut-off end is refused, not
-                    // repaired, since what was cut is lost.
+                    // repaired, since what was cut is lost. A heading as long as the grammar
+                    // allows was cut there ("… Commercial vs. Home-Produ").
                     let heading = one_line(&text, 200)
                         .trim_matches(['"', '\'', '“', '”', ' '])
                         .trim_end_matches('.')
                         .to_string();
-                    match self.heading_problem(&heading, avoid, title) {
+                    let cut = (text.chars().count() >= MAX_HEADING_CHARS).then(|| {
+                        format!(
+                            "cut off at {MAX_HEADING_CHARS} characters; name the topic in fewer words"
+                        )
+                    });
+                    match cut.or_else(|| self.heading_problem(&heading, avoid, title)) {
                         None => {
                             return Ok(HeadingDraft {
                                 heading: Some(heading),

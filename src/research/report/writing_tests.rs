@@ -155,30 +155,30 @@ fn write_full(
 ) -> (Report, Vec<Completion>) {
     let persona = Persona::default();
     let input = ReportInput {
-        query: "How should I brew tea?",
         asked,
-        persona: &persona,
-        profile: "",
         needs,
         aspects,
-        tree: &f.tree,
-        learnings: &f.learnings,
-        evidence: &f.evidence,
-        current_date: "2025-05-01",
         support_judge,
-        finding_judge: None,
         style,
+        ..tea_input(f, &persona)
     };
     write(llm, &Words, &input, &mut |_, _| {}).unwrap()
 }
 
-/// The writer's plan for a fixture, before anything is written.
-fn plan_of(f: &Fixture) -> outline::Outline {
-    let persona = Persona::default();
-    let input = ReportInput {
+/// How a reader Rudder knows nothing about gets answers.
+static PLAIN: AnswerStyle = AnswerStyle {
+    form: Form::Paragraphs,
+    short: false,
+    plain: false,
+    because: Vec::new(),
+};
+
+/// The writer's input for the tea fixture: no reader, no judges, plain paragraphs.
+fn tea_input<'a>(f: &'a Fixture, persona: &'a Persona) -> ReportInput<'a> {
+    ReportInput {
         query: "How should I brew tea?",
         asked: "",
-        persona: &persona,
+        persona,
         profile: "",
         needs: &[],
         aspects: &[],
@@ -188,9 +188,14 @@ fn plan_of(f: &Fixture) -> outline::Outline {
         current_date: "2025-05-01",
         support_judge: None,
         finding_judge: None,
-        style: &AnswerStyle::default(),
-    };
-    outline::outline(&input, &Words, &|_| Vec::new()).unwrap()
+        style: &PLAIN,
+    }
+}
+
+/// The writer's plan for a fixture, before anything is written.
+fn plan_of(f: &Fixture) -> outline::Outline {
+    let persona = Persona::default();
+    outline::outline(&tea_input(f, &persona), &Words, &|_| Vec::new()).unwrap()
 }
 
 /// Every sentence and heading of a report, with what the quality evaluation checks.
@@ -386,19 +391,8 @@ fn write_with_finding_judge(
 ) -> (Report, Vec<Completion>) {
     let persona = Persona::default();
     let input = ReportInput {
-        query: "How should I brew tea?",
-        asked: "",
-        persona: &persona,
-        profile: "",
-        needs: &[],
-        aspects: &[],
-        tree: &f.tree,
-        learnings: &f.learnings,
-        evidence: &f.evidence,
-        current_date: "2025-05-01",
-        support_judge: None,
         finding_judge: Some(threshold),
-        style: &AnswerStyle::default(),
+        ..tea_input(f, &persona)
     };
     write(llm, &Words, &input, &mut |_, _| {}).unwrap()
 }
@@ -1043,4 +1037,25 @@ fn a_long_sentence_for_a_reader_who_wants_short_answers_is_asked_again() {
     // Without the style, the long finding is written as it is.
     let (plain, _) = write_full(&llm, &f, &[], &[], None, "", &AnswerStyle::default());
     assert!(plain.markdown.contains(LONG), "{}", plain.markdown);
+}
+
+#[test]
+fn a_title_as_long_as_the_grammar_allows_was_cut_and_is_asked_again() {
+    let f = fixture(&[("How is green tea brewed?", GREEN)]);
+    // 70 characters: where the grammar stops the model, mid-word.
+    const CUT: &str = "Packing Tips for Long Flights with Toddlers: Commercial vs. Home-Produ";
+    assert_eq!(CUT.chars().count(), 70);
+    let llm = Script::new(|prompt| {
+        if prompt.contains("\"title\"") && !prompt.contains(RETRY) {
+            json_text("title", CUT)
+        } else {
+            faithful(prompt)
+        }
+    });
+    let (report, _) = write_with(&llm, &f, &[]);
+    assert_eq!(report.title, "Brewing tea at home");
+    assert!(llm
+        .prompts_with(RETRY)
+        .iter()
+        .any(|p| p.contains("cut off at 70 characters")));
 }
