@@ -137,25 +137,17 @@ impl Run<'_, '_> {
     /// The support judge's threshold for this run's chat model (None: off): the setting, else
     /// the model's calibrated one. The research nodes and the report check with the same.
     pub(in crate::research) fn support_judge(&self) -> Option<f32> {
-        Some(
-            self.r
-                .settings
-                .support_judge
-                .unwrap_or_else(|| judge::threshold_for(self.r.llm.model_name())),
-        )
-        .filter(|&t| t > 0.0)
+        self.judge_threshold(self.r.settings.support_judge, judge::threshold_for)
     }
 
-    /// The finding judge's threshold for this run's chat model (None: off): the setting, else
-    /// the model's calibrated one.
+    /// The finding judge's threshold for this run's chat model (None: off), chosen the same way.
     fn finding_judge(&self) -> Option<f32> {
-        Some(
-            self.r
-                .settings
-                .finding_judge
-                .unwrap_or_else(|| judge::finding_threshold_for(self.r.llm.model_name())),
-        )
-        .filter(|&t| t > 0.0)
+        self.judge_threshold(self.r.settings.finding_judge, judge::finding_threshold_for)
+    }
+
+    /// A judge's threshold: the setting, else the one calibrated for the chat model; 0 is off.
+    fn judge_threshold(&self, setting: Option<f32>, calibrated: fn(&str) -> f32) -> Option<f32> {
+        Some(setting.unwrap_or_else(|| calibrated(self.r.llm.model_name()))).filter(|&t| t > 0.0)
     }
 
     /// The tree as the report sees it: canceled directions and what the user excluded left
