@@ -188,11 +188,11 @@ mod tests {
             paragraph.contains("one short sentence for each fact"),
             "{paragraph}"
         );
-        assert!(!paragraph.contains("3 to 5"), "{paragraph}");
-        assert!(!paragraph.contains("You may add one detail"), "{paragraph}");
+        assert!(!paragraph.contains("4 to 7"), "{paragraph}");
+        assert!(!paragraph.contains("you may add one detail"), "{paragraph}");
         assert!(paragraph.contains("Use everyday words"), "{paragraph}");
         let unstyled = super::render("report_paragraph", ctx).unwrap();
-        assert!(unstyled.contains("You may add one detail"), "{unstyled}");
+        assert!(unstyled.contains("you may add one detail"), "{unstyled}");
         assert!(!unstyled.contains("everyday words"), "{unstyled}");
     }
 

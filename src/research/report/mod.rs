@@ -239,7 +239,8 @@ pub fn write(
         None => dominant_script(input.query),
     };
     let mut writer = Writer::new(llm, embedder, script, input.support_judge)
-        .with_short_sentences(input.style.short);
+        .with_short_sentences(input.style.short)
+        .with_question(input.query)?;
     writer
         .completions
         .extend(judge_calls.into_inner().unwrap_or_default());

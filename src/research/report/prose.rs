@@ -15,23 +15,24 @@ use std::collections::BTreeSet;
 
 use serde_json::json;
 
-use super::outline::tidy_sentence;
+use super::outline::{tidy_sentence, NEAR_ON_TOPIC_FINDING, OFF_TOPIC_FINDING};
 use crate::checks::judge::{Judge, TURNED_AROUND};
 use crate::checks::text::{
     content_words, finding_form, foreign_script, heading_debris, jaccard, sentence_debris,
     split_sentences, Script, NEAR_DUPLICATE_JACCARD,
 };
 use crate::checks::{SupportMatcher, SUPPORT_THRESHOLD};
-use crate::embed::Embedder;
+use crate::embed::{cosine, Embedder};
 use crate::llm::{complete_schema, Completion, GenerationOptions, Llm, Message};
 use crate::research::tree::one_line;
 use crate::research::ResearchError;
 
-/// Longest paragraph a call may write (characters): five long sentences.
-const MAX_PROSE_CHARS: usize = 900;
+/// Longest paragraph a call may write (characters): seven sentences, a fact and a detail of
+/// each of three facts and one that connects them.
+const MAX_PROSE_CHARS: usize = 1_200;
 /// Tokens allowed for a paragraph: the longest text at about 1.5 characters a token, plus
 /// the JSON around it, so the grammar's bound stops the model before `max_tokens` does.
-const PROSE_TOKENS: u32 = 620;
+const PROSE_TOKENS: u32 = 820;
 /// Longest heading or title (characters, words).
 const MAX_HEADING_CHARS: usize = 70;
 const MAX_HEADING_WORDS: usize = 8;
@@ -77,7 +78,11 @@ pub(super) struct HeadingDraft {
 /// Writes the report's prose, remembering every sentence kept so none is said twice.
 pub(super) struct Writer<'a> {
     llm: &'a dyn Llm,
+    embedder: &'a dyn Embedder,
     support: SupportMatcher<'a>,
+    /// The question's embedding: a detail the model adds must be about it or about a fact of
+    /// its paragraph ([`Writer::off_question_detail`]). Empty: no such check.
+    question: Vec<f32>,
     /// Whether a passage states a sentence the way round it says it ([`crate::checks::judge`]).
     judge: Judge<'a>,
     /// The report's writing system (the question's): a word in another one is debris
@@ -106,12 +111,16 @@ pub(super) fn field_schema(field: &str, min: usize, max: usize) -> serde_json::V
     })
 }
 
-/// Characters of source text shown beside each fact.
-const EXCERPT_CHARS: usize = 360;
+/// Characters of source text shown beside each fact: room for the sentence it comes from and
+/// two around it, so each fact of a paragraph has a detail to add (a cause, a date, an effect).
+const EXCERPT_CHARS: usize = 480;
+/// Sentences of a passage shown beside a fact: the one that states it and those after it.
+const EXCERPT_SENTENCES: usize = 3;
 
 /// What a fact's passages say around it, for the writer to add a detail from: the sentence
-/// that shares most content words with the fact and the one after it (or before it, at the
-/// passage's end), up to [`EXCERPT_CHARS`]. None when no sentence shares a word.
+/// that shares most content words with the fact and the ones after it (or before it, at the
+/// passage's end), [`EXCERPT_SENTENCES`] in all, up to [`EXCERPT_CHARS`]. None when no
+/// sentence shares a word.
 pub(super) fn excerpt(fact: &Fact) -> Option<String> {
     let words = content_words(&fact.text);
     let mut best: Option<(usize, Vec<String>, usize)> = None;
@@ -125,13 +134,9 @@ pub(super) fn excerpt(fact: &Fact) -> Option<String> {
         }
     }
     let (_, sentences, i) = best?;
-    let window: Vec<&String> = if i + 1 < sentences.len() {
-        vec![&sentences[i], &sentences[i + 1]]
-    } else if i > 0 {
-        vec![&sentences[i - 1], &sentences[i]]
-    } else {
-        vec![&sentences[i]]
-    };
+    // The window starts at the best sentence, moved back as far as the passage's end needs.
+    let start = i.min(sentences.len().saturating_sub(EXCERPT_SENTENCES));
+    let window = &sentences[start..(start + EXCERPT_SENTENCES).min(sentences.len())];
     let mut out = String::new();
     for s in window {
         if !out.is_empty() && out.len() + s.len() + 1 > EXCERPT_CHARS {
@@ -188,6 +193,8 @@ impl<'a> Writer<'a> {
     ) -> Self {
         Writer {
             llm,
+            embedder,
+            question: Vec::new(),
             script,
             support: SupportMatcher::new(embedder, SUPPORT_THRESHOLD),
             judge: Judge::new(llm, judge),
@@ -203,6 +210,47 @@ impl<'a> Writer<'a> {
     pub fn with_short_sentences(mut self, short: bool) -> Self {
         self.max_words = short.then_some(SHORT_SENTENCE_WORDS);
         self
+    }
+
+    /// The writer that leaves out a detail about something else than `question`
+    /// ([`Writer::off_question_detail`]).
+    pub fn with_question(mut self, question: &str) -> Result<Self, ResearchError> {
+        self.question = self
+            .embedder
+            .embed(&[question])?
+            .into_iter()
+            .next()
+            .unwrap_or_default();
+        Ok(self)
+    }
+
+    /// Whether `sentence` is a detail on something else: it states none of `facts` (fewer
+    /// than [`FACT_ABOUT`] of any fact's content words) and is neither about the question
+    /// ([`OFF_TOPIC_FINDING`] or more) nor close to one of the facts ([`NEAR_ON_TOPIC_FINDING`]
+    /// or more) — the outline's cut for findings, applied to what the model adds from the
+    /// passages. On the printing-press research of #30 the model added "Among the symbols used,
+    /// there are cave paintings, petroglyphs, pictograms and ideograms" from a passage on the
+    /// history of communication: 0.15 to the question, 0.23 to its fact.
+    fn off_question_detail(&self, sentence: &str, facts: &[Fact]) -> Result<bool, ResearchError> {
+        if self.question.is_empty() || facts.is_empty() {
+            return Ok(false);
+        }
+        let words = content_words(sentence);
+        let states_a_fact = facts.iter().any(|f| {
+            let fact_words = content_words(&f.text);
+            fact_words.intersection(&words).count() as f64 >= FACT_ABOUT * fact_words.len() as f64
+        });
+        if states_a_fact {
+            return Ok(false);
+        }
+        let mut texts: Vec<&str> = vec![sentence];
+        texts.extend(facts.iter().map(|f| f.text.as_str()));
+        let vectors = self.embedder.embed(&texts)?;
+        let about_question = cosine(&vectors[0], &self.question) >= OFF_TOPIC_FINDING;
+        let near_a_fact = vectors[1..]
+            .iter()
+            .any(|v| cosine(&vectors[0], v) >= NEAR_ON_TOPIC_FINDING);
+        Ok(!about_question && !near_a_fact)
     }
 
     /// One call for a one-field JSON object: the field's text, or why there is none, with the
@@ -320,6 +368,13 @@ impl<'a> Writer<'a> {
             let mut failed: Vec<String> = Vec::new();
             for sentence in split_sentences(&text) {
                 match self.sentence_problem(&sentence, &passages, &kept, &mut completions)? {
+                    // A detail on something else is left out without asking again: it is
+                    // supported, and the facts it was added to are said without it.
+                    None if self.off_question_detail(&sentence, facts)? => {
+                        tracing::debug!(
+                            "report: detail left out, not about the question: {sentence}"
+                        );
+                    }
                     None => kept.push(sentence),
                     Some(why) => {
                         tracing::debug!("report: sentence refused ({why}): {sentence}");
@@ -706,5 +761,31 @@ mod tests {
             tidy_heading("Religion and the (from: Printing", 8),
             "Religion"
         );
+    }
+
+    #[test]
+    fn excerpts_show_the_stating_sentence_and_those_after_it() {
+        let fact = |passage: &str| Fact {
+            text: "Gutenberg built a printing press around 1440.".into(),
+            passages: vec![passage.into()],
+        };
+        // The sentence that states the fact and the two after it; the one before is left out.
+        let middle = fact(
+            "Mainz was a trading town. Gutenberg built a printing press in Mainz around 1440. \
+             It used movable metal type. Books became cheaper within decades. Latin still ruled.",
+        );
+        assert_eq!(
+            excerpt(&middle).unwrap(),
+            "Gutenberg built a printing press in Mainz around 1440. It used movable metal type. \
+             Books became cheaper within decades."
+        );
+        // At the passage's end the window moves back, so three sentences are still shown.
+        let end = fact(
+            "Mainz was a trading town. Its guilds were strong. Gutenberg built a printing press \
+             in Mainz around 1440.",
+        );
+        assert_eq!(excerpt(&end).unwrap(), end.passages[0]);
+        // A passage that shares no word with the fact gives nothing to add.
+        assert!(excerpt(&fact("Tea is grown in Assam.")).is_none());
     }
 }

@@ -787,6 +787,40 @@ fn a_detail_of_the_passage_does_not_stand_in_for_the_fact() {
     }
 }
 
+/// A detail the model adds from a passage stays when it is about the question or a fact of
+/// its paragraph, and is left out, without asking again, when it is about something else.
+#[test]
+fn a_detail_on_something_else_is_left_out_and_one_on_the_fact_stays() {
+    const ON_FACT: &str = "Ceylon tea is picked by hand on the hill estates.";
+    const ELSEWHERE: &str = "Porcelain kilns in Jingdezhen fired imperial vases.";
+    let mut f = fixture(&[
+        ("How is green tea brewed?", GREEN),
+        ("How is black tea brewed?", BLACK),
+    ]);
+    let ceylon = f.evidence.get_mut("doc6").unwrap();
+    ceylon.text = format!("{} {ON_FACT} {ELSEWHERE}", BLACK[3]);
+    let llm = Script::new(|prompt| {
+        if prompt.contains(PARAGRAPH) && prompt.contains(BLACK[3]) {
+            let mut text = facts_of(prompt).join(" ");
+            text.push_str(&format!(" {ON_FACT} {ELSEWHERE}"));
+            json_text("text", &text)
+        } else {
+            faithful(prompt)
+        }
+    });
+    let (report, completions) = write_with(&llm, &f, &[]);
+    assert!(report.markdown.contains(ON_FACT), "{}", report.markdown);
+    assert!(
+        !report.markdown.contains("Porcelain"),
+        "{}",
+        report.markdown
+    );
+    assert!(report.markdown.contains(BLACK[3]), "{}", report.markdown);
+    // Left out silently: no paragraph was asked again for it.
+    let retries = completions.len() - write_with(&Script::new(faithful), &f, &[]).1.len();
+    assert_eq!(retries, 0, "{}", report.markdown);
+}
+
 #[test]
 fn when_no_section_is_about_the_question_the_closest_one_stays() {
     const FOOTBALL: &[&str] = &[
