@@ -1093,3 +1093,26 @@ fn a_title_as_long_as_the_grammar_allows_was_cut_and_is_asked_again() {
         .iter()
         .any(|p| p.contains("cut off at 70 characters")));
 }
+
+/// A long noun phrase is a better heading than the direction's question it falls back to.
+#[test]
+fn a_long_heading_that_names_the_topic_is_kept() {
+    const LONG: &str = "Internal and External Causes of the Fall of the Western Roman Empire";
+    let f = fixture(&[
+        ("How is green tea brewed?", GREEN),
+        ("What were the causes of decline?", BLACK),
+    ]);
+    let llm = Script::new(|prompt| {
+        if prompt.contains("\"heading\"") && prompt.contains("Assam") {
+            json_text("heading", LONG)
+        } else {
+            faithful(prompt)
+        }
+    });
+    let (report, _) = write_with(&llm, &f, &[]);
+    assert!(
+        report.sections.iter().any(|s| s.heading == LONG),
+        "{}",
+        report.markdown
+    );
+}
