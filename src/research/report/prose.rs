@@ -410,8 +410,8 @@ impl<'a> Writer<'a> {
     /// Takes a paragraph's draft into the report: drops the sentences that repeat one kept
     /// since the draft was made, cites the facts the rest state, and adds the facts they leave
     /// out (or all of them, when nothing passed) as the first of the `fallback` texts that
-    /// passes, unless that would repeat the report. Returns the sentences and which facts they
-    /// state.
+    /// passes, unless that would repeat the report. Returns the sentences and which facts the
+    /// paragraph cites: those it states, and those whose passage a detail comes from.
     pub fn settle(
         &mut self,
         draft: Draft,
@@ -501,7 +501,37 @@ impl<'a> Writer<'a> {
         for s in &sentences {
             self.said.push(content_words(s));
         }
+        // A sentence no cited fact's passage supports is a detail of another fact's passage
+        // (it passed the support check against the paragraph's passages): that fact is cited
+        // too. Else a paragraph whose fact was said earlier in the report printed its detail
+        // with no citation at all (the penicillin report's Nobel Prize sentence).
+        for s in &sentences {
+            let mut supported = false;
+            for &i in &stated {
+                for p in &facts[i].passages {
+                    if self.support.supports(s, p)? {
+                        supported = true;
+                        break;
+                    }
+                }
+                if supported {
+                    break;
+                }
+            }
+            if supported {
+                continue;
+            }
+            'facts: for (i, fact) in facts.iter().enumerate() {
+                for p in &fact.passages {
+                    if self.support.supports(s, p)? {
+                        stated.push(i);
+                        break 'facts;
+                    }
+                }
+            }
+        }
         stated.sort_unstable();
+        stated.dedup();
         Ok((sentences, stated))
     }
 
@@ -791,5 +821,45 @@ mod tests {
         assert_eq!(excerpt(&end).unwrap(), end.passages[0]);
         // A passage that shares no word with the fact gives nothing to add.
         assert!(excerpt(&fact("Tea is grown in Assam.")).is_none());
+    }
+
+    /// A paragraph whose fact was said earlier in the report keeps the detail the model added
+    /// from the fact's passage, and cites that passage.
+    #[test]
+    fn a_detail_cites_the_passage_it_comes_from_when_its_fact_was_said_before() {
+        use crate::test_support::{ScriptedLlm, WordsEmbedder};
+        const FACT: &str = "Green tea is brewed at 70 to 80 degrees for two minutes.";
+        const DETAIL: &str = "Longer steeping makes green tea taste bitter.";
+        let llm = ScriptedLlm::new(|_| {
+            serde_json::json!({ "text": format!("{FACT} {DETAIL}") }).to_string()
+        });
+        let mut writer = Writer::new(&llm, &WordsEmbedder, Script::Latin, None);
+        let fact = Fact {
+            text: FACT.into(),
+            passages: vec![format!("{FACT} {DETAIL}")],
+        };
+        let facts = std::slice::from_ref(&fact);
+        let render = |_: &str| Ok("Write the paragraph.".to_string());
+        // The fact is said first, with its detail.
+        let first = writer.draft(&render, facts).unwrap();
+        let (sentences, cited) = writer.settle(first, facts, &own_words).unwrap();
+        assert_eq!(sentences, vec![FACT.to_string(), DETAIL.to_string()]);
+        assert_eq!(cited, vec![0]);
+        // Said again in a later paragraph with a new detail: the fact is not repeated, and the
+        // detail that stays cites the passage it comes from.
+        const NEW_DETAIL: &str = "Sencha is the most common green tea in Japan.";
+        let llm = ScriptedLlm::new(|_| {
+            serde_json::json!({ "text": format!("{FACT} {NEW_DETAIL}") }).to_string()
+        });
+        writer.llm = &llm;
+        let fact = Fact {
+            text: FACT.into(),
+            passages: vec![format!("{FACT} {NEW_DETAIL}")],
+        };
+        let facts = std::slice::from_ref(&fact);
+        let again = writer.draft(&render, facts).unwrap();
+        let (sentences, cited) = writer.settle(again, facts, &own_words).unwrap();
+        assert_eq!(sentences, vec![NEW_DETAIL.to_string()]);
+        assert_eq!(cited, vec![0], "a detail printed without its citation");
     }
 }
