@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 
 use serde_json::json;
 
-use super::outline::{tidy_sentence, NEAR_ON_TOPIC_FINDING, OFF_TOPIC_FINDING};
+use super::outline::{leans_on_context, tidy_sentence, NEAR_ON_TOPIC_FINDING, OFF_TOPIC_FINDING};
 use crate::checks::judge::{Judge, TURNED_AROUND};
 use crate::checks::text::{
     content_words, finding_form, foreign_script, heading_debris, jaccard, sentence_debris,
@@ -101,6 +101,10 @@ pub(super) struct Writer<'a> {
     max_words: Option<usize>,
     pub completions: Vec<Completion>,
 }
+
+/// Why a sentence that points back ("This …", "It …") is refused after the one before it
+/// was left out.
+const ORPHANED: &str = "it points back to a sentence that was left out; name its subject";
 
 /// The most words of a sentence for a reader who wants short answers: a bullet read at a
 /// glance. The 1.5B model copies a long finding whole when only told "short" (Maya's bullets
@@ -312,7 +316,7 @@ impl<'a> Writer<'a> {
             }
         }
         // "It had a profound impact …" opening a paragraph points at nothing before it.
-        if kept.is_empty() && super::outline::leans_on_context(sentence) {
+        if kept.is_empty() && leans_on_context(sentence) {
             return Ok(Some(
                 "it opens the paragraph with a word that points back to nothing before it; name the subject".into(),
             ));
@@ -370,8 +374,17 @@ impl<'a> Writer<'a> {
             };
             let mut kept: Vec<String> = Vec::new();
             let mut failed: Vec<String> = Vec::new();
+            // Whether the sentence before was left out: one that points back ("This was the
+            // first …") would then point at the wrong sentence.
+            let mut previous_left = false;
             for sentence in split_sentences(&text) {
-                match self.sentence_problem(&sentence, &passages, &kept, &mut completions)? {
+                let problem = if previous_left && leans_on_context(&sentence) {
+                    Some(ORPHANED.to_string())
+                } else {
+                    self.sentence_problem(&sentence, &passages, &kept, &mut completions)?
+                };
+                previous_left = true;
+                match problem {
                     // A detail on something else is left out without asking again: it is
                     // supported, and the facts it was added to are said without it.
                     None if self.off_question_detail(&sentence, facts)? => {
@@ -379,7 +392,10 @@ impl<'a> Writer<'a> {
                             "report: detail left out, not about the question: {sentence}"
                         );
                     }
-                    None => kept.push(sentence),
+                    None => {
+                        kept.push(sentence);
+                        previous_left = false;
+                    }
                     Some(why) => {
                         tracing::debug!("report: sentence refused ({why}): {sentence}");
                         failed.push(format!("- \"{}\": {why}", one_line(&sentence, 160)));
@@ -419,11 +435,19 @@ impl<'a> Writer<'a> {
         fallback: &dyn Fn(&Fact) -> Vec<String>,
     ) -> Result<(Vec<String>, Vec<usize>), ResearchError> {
         self.completions.extend(draft.completions);
-        let best: Vec<String> = draft
-            .sentences
-            .into_iter()
-            .filter(|s| !self.repeats(s, &[]))
-            .collect();
+        // A sentence that points back to one dropped here as a repeat goes with it: in the
+        // penicillin report "This was the first antibiotic substance discovered" followed the
+        // Nobel Prize once the discovery before it had been said.
+        let mut best: Vec<String> = Vec::new();
+        let mut previous_left = false;
+        for s in draft.sentences {
+            if self.repeats(&s, &[]) || (previous_left && leans_on_context(&s)) {
+                previous_left = true;
+                continue;
+            }
+            previous_left = false;
+            best.push(s);
+        }
         // A kept sentence cites the facts whose passages support it (it passed that check
         // against the paragraph's passages), even when it paraphrases too freely for the
         // word count below to see the fact in it — if it is about the fact at all: a detail
@@ -861,5 +885,53 @@ mod tests {
         let (sentences, cited) = writer.settle(again, facts, &own_words).unwrap();
         assert_eq!(sentences, vec![NEW_DETAIL.to_string()]);
         assert_eq!(cited, vec![0], "a detail printed without its citation");
+    }
+
+    /// A sentence that points back goes when the sentence it points to was left out: refused
+    /// in the draft, or dropped as a repeat when the paragraph is taken into the report.
+    #[test]
+    fn a_sentence_pointing_back_to_one_left_out_goes_with_it() {
+        use crate::test_support::{ScriptedLlm, WordsEmbedder};
+        const NOBEL: &str = "Fleming shared the 1945 Nobel Prize for penicillin.";
+        const FOUND: &str = "Penicillin was discovered by Fleming in 1928.";
+        const FIRST: &str = "This was the first antibiotic substance discovered.";
+        let passage = format!("{FOUND} {FIRST} {NOBEL}");
+        let fact = |text: &str| Fact {
+            text: text.into(),
+            passages: vec![passage.clone()],
+        };
+        let found = [fact(FOUND)];
+        let nobel = [fact(NOBEL)];
+        let llm = ScriptedLlm::new(|prompt| {
+            let text = if prompt.contains("discovery") {
+                FOUND.to_string()
+            } else {
+                format!("{NOBEL} {FOUND} {FIRST}")
+            };
+            serde_json::json!({ "text": text }).to_string()
+        });
+        let mut writer = Writer::new(&llm, &WordsEmbedder, Script::Latin, None);
+        // Drafted together, before either is in the report.
+        let discovery = writer
+            .draft(&|_| Ok("The discovery.".into()), &found)
+            .unwrap();
+        let prize = writer.draft(&|_| Ok("The prize.".into()), &nobel).unwrap();
+        let (sentences, _) = writer.settle(discovery, &found, &own_words).unwrap();
+        assert_eq!(sentences, vec![FOUND.to_string()]);
+        let (sentences, _) = writer.settle(prize, &nobel, &own_words).unwrap();
+        assert_eq!(
+            sentences,
+            vec![NOBEL.to_string()],
+            "a sentence left pointing at the prize"
+        );
+        // Drafted after the discovery was said: refused in the draft, with the reason.
+        let again = writer
+            .draft(&|p| Ok(format!("The prize. {p}")), &nobel)
+            .unwrap();
+        assert!(!llm
+            .prompts_with("points back to a sentence that was left out")
+            .is_empty());
+        let (sentences, _) = writer.settle(again, &nobel, &own_words).unwrap();
+        assert!(sentences.is_empty(), "{sentences:?}");
     }
 }
