@@ -378,7 +378,9 @@ impl<'a> Writer<'a> {
             // first …") would then point at the wrong sentence.
             let mut previous_left = false;
             for sentence in split_sentences(&text) {
-                let problem = if previous_left && leans_on_context(&sentence) {
+                let problem = if leans_on_context(&sentence)
+                    && (previous_left || leans_past(&sentence, kept.last(), facts))
+                {
                     Some(ORPHANED.to_string())
                 } else {
                     self.sentence_problem(&sentence, &passages, &kept, &mut completions)?
@@ -795,6 +797,33 @@ pub(super) fn tidy_heading(text: &str, max_words: usize) -> String {
     }
 }
 
+/// Whether `sentence`, which points back, is a later sentence of a fact ("… in 1928. This
+/// was the first antibiotic substance discovered.") written after something else than the
+/// fact's sentence before it, so it points at the wrong thing: the penicillin report put it
+/// after the 1945 Nobel Prize.
+fn leans_past(sentence: &str, previous: Option<&String>, facts: &[Fact]) -> bool {
+    let words = content_words(sentence);
+    let same = |other: &BTreeSet<String>| {
+        jaccard(other, &words) >= NEAR_DUPLICATE_JACCARD || contained(other, &words)
+    };
+    for fact in facts {
+        let parts = split_sentences(&fact.text);
+        for k in 1..parts.len() {
+            if !same(&content_words(&parts[k])) {
+                continue;
+            }
+            let before = content_words(&parts[k - 1]);
+            let said_before = previous.is_some_and(|p| {
+                !before.is_empty()
+                    && content_words(p).intersection(&before).count() as f64
+                        >= FACT_COVERED * before.len() as f64
+            });
+            return !said_before;
+        }
+    }
+    false
+}
+
 /// A fact in its own words, for a paragraph.
 pub(super) fn own_words(fact: &Fact) -> Vec<String> {
     vec![tidy_sentence(&fact.text)]
@@ -933,5 +962,40 @@ mod tests {
             .is_empty());
         let (sentences, _) = writer.settle(again, &nobel, &own_words).unwrap();
         assert!(sentences.is_empty(), "{sentences:?}");
+    }
+
+    /// A later sentence of a fact that points back is refused after anything but the fact's
+    /// sentence before it, and asked again.
+    #[test]
+    fn a_fact_s_second_sentence_follows_its_first() {
+        use crate::test_support::{ScriptedLlm, WordsEmbedder};
+        const NOBEL: &str = "Fleming shared the 1945 Nobel Prize for penicillin.";
+        const FOUND: &str = "Penicillin was discovered by Fleming in 1928.";
+        const FIRST: &str = "This was the first antibiotic substance discovered.";
+        let passage = format!("{FOUND} {FIRST} {NOBEL}");
+        let facts = [
+            Fact {
+                text: format!("{FOUND} {FIRST}"),
+                passages: vec![passage.clone()],
+            },
+            Fact {
+                text: NOBEL.into(),
+                passages: vec![passage.clone()],
+            },
+        ];
+        let llm = ScriptedLlm::new(|prompt| {
+            let text = if prompt.contains("points back to a sentence that was left out") {
+                format!("{FOUND} {FIRST} {NOBEL}")
+            } else {
+                format!("{NOBEL} {FIRST}")
+            };
+            serde_json::json!({ "text": text }).to_string()
+        });
+        let mut writer = Writer::new(&llm, &WordsEmbedder, Script::Latin, None);
+        let draft = writer
+            .draft(&|p| Ok(format!("Write. {p}")), &facts)
+            .unwrap();
+        let (sentences, _) = writer.settle(draft, &facts, &own_words).unwrap();
+        assert_eq!(sentences, vec![FOUND, FIRST, NOBEL]);
     }
 }
