@@ -918,14 +918,17 @@ mod tests {
         assert_eq!(cited, vec![0], "a detail printed without its citation");
     }
 
+    /// A discovery in two sentences, the second pointing back, and a prize from the same
+    /// passage: the penicillin report's paragraph.
+    const NOBEL: &str = "Fleming shared the 1945 Nobel Prize for penicillin.";
+    const FOUND: &str = "Penicillin was discovered by Fleming in 1928.";
+    const FIRST: &str = "This was the first antibiotic substance discovered.";
+
     /// A sentence that points back goes when the sentence it points to was left out: refused
     /// in the draft, or dropped as a repeat when the paragraph is taken into the report.
     #[test]
     fn a_sentence_pointing_back_to_one_left_out_goes_with_it() {
         use crate::test_support::{ScriptedLlm, WordsEmbedder};
-        const NOBEL: &str = "Fleming shared the 1945 Nobel Prize for penicillin.";
-        const FOUND: &str = "Penicillin was discovered by Fleming in 1928.";
-        const FIRST: &str = "This was the first antibiotic substance discovered.";
         let passage = format!("{FOUND} {FIRST} {NOBEL}");
         let fact = |text: &str| Fact {
             text: text.into(),
@@ -972,9 +975,6 @@ mod tests {
     #[test]
     fn a_fact_s_second_sentence_follows_its_first() {
         use crate::test_support::{ScriptedLlm, WordsEmbedder};
-        const NOBEL: &str = "Fleming shared the 1945 Nobel Prize for penicillin.";
-        const FOUND: &str = "Penicillin was discovered by Fleming in 1928.";
-        const FIRST: &str = "This was the first antibiotic substance discovered.";
         let passage = format!("{FOUND} {FIRST} {NOBEL}");
         let facts = [
             Fact {
