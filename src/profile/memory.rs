@@ -550,8 +550,8 @@ pub struct FromMemory {
     pub usage: Usage,
 }
 
-/// The remembered statements that matter for the question: the `candidates` closest to it by
-/// embedding (the best supported, without an embedder) judged by probability and by their
+/// The remembered statements that matter for the question: the `candidates` closest by
+/// embedding to it or to one of its facet lines (the best supported, without an embedder) judged by probability and by their
 /// similarity to its facet lines, those that pass `threshold` returned as phrases citing their
 /// most recent entries.
 pub fn relevant(
@@ -572,15 +572,28 @@ pub fn relevant(
         return Ok(FromMemory::default());
     }
     if let Some(e) = embedder {
+        // Closest to the question or to one of its facet lines: a note that matters shares
+        // few words with the question ("Has knee pain after long shifts" for running shoes,
+        // cosine 0.12) but reads like the situation a facet line guesses ("my knee hurts
+        // after long runs").
         let mut texts = vec![query];
+        texts.extend(facets.iter().map(String::as_str));
+        let anchors = texts.len();
         texts.extend(rows.iter().map(|r| r.text.as_str()));
-        let mut vectors = e
+        let vectors = e
             .embed(&texts)
-            .map_err(|e| ProfileError::Invalid(format!("embedding: {e}")))?
-            .into_iter();
-        let q = vectors.next().unwrap_or_default();
-        let mut scored: Vec<(f32, crate::history::MemoryRow)> =
-            vectors.map(|v| cosine(&q, &v)).zip(rows).collect();
+            .map_err(|e| ProfileError::Invalid(format!("embedding: {e}")))?;
+        let (anchor_vectors, row_vectors) = vectors.split_at(anchors.min(vectors.len()));
+        let mut scored: Vec<(f32, crate::history::MemoryRow)> = row_vectors
+            .iter()
+            .map(|v| {
+                anchor_vectors
+                    .iter()
+                    .map(|a| cosine(a, v))
+                    .fold(f32::MIN, f32::max)
+            })
+            .zip(rows)
+            .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
         rows = scored.into_iter().map(|(_, r)| r).collect();
     }
@@ -605,6 +618,7 @@ pub fn relevant(
             tracing::debug!(statement = %row.text, score = j.score(), "memory: not relevant");
             continue;
         }
+        tracing::debug!(statement = %row.text, score = j.score(), "memory: relevant");
         for (session, _) in row.sessions.iter().rev().take(MAX_CITED) {
             phrases.push(Phrase {
                 session: *session,
@@ -975,5 +989,67 @@ mod tests {
         .unwrap();
         assert_eq!(got.asked, 2, "the gift and the bullet points");
         assert!(got.phrases.is_empty());
+    }
+
+    #[test]
+    fn a_note_close_to_a_facet_line_is_judged_before_one_close_to_the_question() {
+        let (_dir, mut history, _ids) = history_of(&[
+            session(
+                Kind::Chat,
+                "Knee",
+                "my right knee is irritated after shifts",
+                0,
+            ),
+            session(
+                Kind::Chat,
+                "Trail",
+                "I want running shoes with grip for a trail race next month",
+                1,
+            ),
+        ]);
+        let llm = notes_model(|items| {
+            serde_json::Value::Array(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| {
+                        let note = if item.contains("knee") {
+                            "right knee is irritated after shifts"
+                        } else {
+                            "wants running shoes for a trail race"
+                        };
+                        serde_json::json!({"item": i + 1, "about_user": note, "kind": "constraint"})
+                    })
+                    .collect(),
+            )
+        });
+        read_the_rest(&llm, &mut history);
+        assert_eq!(history.store().memory().unwrap().len(), 2);
+        let judge = ScriptedLlm::new(|_| r#"{"probabilities":[0.5,0.5]}"#.to_string());
+        let you = You::load(history.store()).unwrap();
+        let one = |facets: &[String]| {
+            relevant(
+                &judge,
+                history.store(),
+                Some(&crate::test_support::WordsEmbedder),
+                &you,
+                relevance::Question {
+                    text: "Which running shoes should I buy?",
+                    facets,
+                },
+                1,
+                -1.0,
+            )
+            .unwrap()
+            .phrases
+            .into_iter()
+            .map(|p| p.text)
+            .collect::<Vec<_>>()
+        };
+        // Without facet lines the note sharing the question's words is the one judged.
+        assert_eq!(one(&[]), vec!["Wants running shoes for a trail race"]);
+        // With one, the note on the situation it guesses comes first.
+        let facets = vec!["my right knee is irritated".to_string()];
+        assert_eq!(one(&facets), vec!["Right knee is irritated after shifts"]);
     }
 }

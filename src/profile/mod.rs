@@ -66,14 +66,14 @@ pub struct ProfileOptions {
     /// questions where nothing personal matters); a statement below it is left out. -1 keeps
     /// every statement (still judged, so its score is recorded).
     pub relevance_threshold: f32,
-    /// Remembered statements ([`memory`]) judged for the question, the closest to it first; 0
-    /// (the default) leaves memory out of the profile. Off by default because, with
-    /// qwen2.5-coder-1.5b, nothing cheap picks the right notes for a question: on the planted
-    /// set's first user (50 notes) the relevance judge put seven unrelated notes (a pension
-    /// glide path, short ribs, pasta dough) above the threshold for her training plan and her
-    /// knee pain under it for her running shoes, and neither a "lasting fact about the person"
-    /// P(yes) nor embedding similarity ranked the true facts first. What the memory holds is
-    /// shown on the You screen, where a statement the user keeps shapes every profile.
+    /// Remembered statements ([`memory`]) judged for the question, those closest to it or to
+    /// one of its facet lines first; 0 (the default) leaves memory out of the profile. Off by
+    /// default because, with qwen2.5-coder-1.5b, the judge does not tell the notes that matter
+    /// from the rest: on the planted set's first two users (4 questions, 2 foreign ones) it
+    /// added one true fact (Maya's rotating shifts for her training plan, score 0.60) and eight
+    /// notes that are no need of theirs, scoring as high (old photos 0.71, short ribs 0.55,
+    /// tomatoes 0.50). What the memory holds is shown on the You screen, where a statement the
+    /// user keeps shapes every profile.
     #[serde(default)]
     pub memory_candidates: usize,
     /// How much higher the relevance bar is for what a session says when only a situation
@@ -86,6 +86,17 @@ pub struct ProfileOptions {
     /// (up to three more candidates, one call each), whatever the question.
     #[serde(default = "default_style_probes")]
     pub style_probes: bool,
+}
+
+/// The relevance bar of a remembered statement: as high as for a phrase only a situation probe
+/// found. Both are candidates for every question (memory was read without one), so only a
+/// clear bearing on this question should let them in. A threshold below 0 keeps everything.
+fn memory_bar(options: &ProfileOptions) -> f32 {
+    if options.relevance_threshold >= 0.0 {
+        options.relevance_threshold + options.probe_only_margin
+    } else {
+        options.relevance_threshold
+    }
 }
 
 fn default_probe_only_margin() -> f32 {
@@ -135,7 +146,8 @@ pub struct ProfileRun {
 }
 
 /// Names how profiles are built, for the cache key.
-const PROFILE_METHOD: &str = "memory-v1-answer-style-probe-margin-style-probes-style-slots";
+const PROFILE_METHOD: &str =
+    "memory-v2-facet-ranked-answer-style-probe-margin-style-probes-style-slots";
 
 /// What else a profile depends on: the sources switched off for personalisation and, when the
 /// profile reads it, the state of the memory.
@@ -270,7 +282,7 @@ fn inferred_query_profile(
                 facets: &facets,
             },
             options.memory_candidates,
-            options.relevance_threshold,
+            memory_bar(options),
         )?
     } else {
         memory::FromMemory::default()
@@ -554,6 +566,21 @@ pub fn general_profile(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_remembered_statement_faces_the_probe_only_bar_unless_all_are_kept() {
+        let options = ProfileOptions {
+            relevance_threshold: 0.25,
+            probe_only_margin: 0.1,
+            ..ProfileOptions::default()
+        };
+        assert!((memory_bar(&options) - 0.35).abs() < 1e-6);
+        let keep_all = ProfileOptions {
+            relevance_threshold: -1.0,
+            ..options
+        };
+        assert_eq!(memory_bar(&keep_all), -1.0);
+    }
 
     #[test]
     fn a_phrase_from_a_session_only_a_probe_found_faces_the_raised_bar_unless_all_are_kept() {
