@@ -18,8 +18,8 @@
 //! a crash where it stopped and an import adds only its new entries; forgetting an entry
 //! removes every statement that no remaining entry supports (a trigger).
 //!
-//! For a question, [`relevant`] ranks the remembered statements by embedding similarity to it,
-//! judges the closest by probability ([`super::relevance`]) and turns those kept into profile
+//! For a question, [`relevant`] ranks the remembered statements by embedding similarity to it
+//! and to its facet lines, judges the closest by probability ([`super::relevance`]) and turns those kept into profile
 //! phrases, beside those the per-question path extracts from the entries retrieval finds:
 //! memory adds what retrieval does not reach, so a profile built before (or without) it works
 //! as it always did.
@@ -54,7 +54,8 @@ const MAX_NOTE_CHARS: usize = 90;
 /// Entries loaded from the store at a time.
 const CHUNK: usize = 64;
 /// Remembered statements judged for a question when profiles are asked to use memory
-/// ([`super::ProfileOptions::memory_candidates`]): the closest to it by embedding.
+/// ([`super::ProfileOptions::memory_candidates`]): the closest to it or to one of its facet
+/// lines by embedding.
 pub const MEMORY_CANDIDATES: usize = 24;
 /// Presentation statements (how the person likes answers) judged for every question.
 const MAX_PRESENTATION: usize = 4;
