@@ -577,24 +577,13 @@ pub fn relevant(
         // few words with the question ("Has knee pain after long shifts" for running shoes,
         // cosine 0.12) but reads like the situation a facet line guesses ("my knee hurts
         // after long runs").
-        let mut texts = vec![query];
-        texts.extend(facets.iter().map(String::as_str));
-        let anchors = texts.len();
-        texts.extend(rows.iter().map(|r| r.text.as_str()));
-        let vectors = e
-            .embed(&texts)
-            .map_err(|e| ProfileError::Invalid(format!("embedding: {e}")))?;
-        let (anchor_vectors, row_vectors) = vectors.split_at(anchors.min(vectors.len()));
-        let mut scored: Vec<(f32, crate::history::MemoryRow)> = row_vectors
-            .iter()
-            .map(|v| {
-                anchor_vectors
-                    .iter()
-                    .map(|a| cosine(a, v))
-                    .fold(f32::MIN, f32::max)
-            })
-            .zip(rows)
+        let anchors: Vec<String> = std::iter::once(query.to_string())
+            .chain(facets.iter().cloned())
             .collect();
+        let texts: Vec<&str> = rows.iter().map(|r| r.text.as_str()).collect();
+        let closest = relevance::facet_similarities(e, &anchors, &texts)?;
+        let mut scored: Vec<(f32, crate::history::MemoryRow)> =
+            closest.into_iter().zip(rows).collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
         rows = scored.into_iter().map(|(_, r)| r).collect();
     }
@@ -874,6 +863,24 @@ mod tests {
         assert!(history.store().memory().unwrap().is_empty());
     }
 
+    /// Reads the history into memory with a model that notes `knee` for the item about a knee
+    /// and `other` for any other item.
+    fn remember_knee_and_other(history: &mut History, knee: &'static str, other: &'static str) {
+        let llm = notes_model(move |items| {
+            serde_json::Value::Array(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| {
+                        let note = if item.contains("knee") { knee } else { other };
+                        serde_json::json!({"item": i + 1, "about_user": note, "kind": "constraint"})
+                    })
+                    .collect(),
+            )
+        });
+        read_the_rest(&llm, history);
+    }
+
     #[test]
     fn a_question_gets_the_remembered_statements_judged_relevant() {
         let (_dir, mut history, ids) = history_of(&[
@@ -885,23 +892,11 @@ mod tests {
             ),
             session(Kind::Chat, "Gift", "I need a birthday gift for my dad", 1),
         ]);
-        let llm = notes_model(|items| {
-            serde_json::Value::Array(
-                items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, item)| {
-                        let note = if item.contains("knee") {
-                            "right knee is irritated"
-                        } else {
-                            "needs a birthday gift for dad"
-                        };
-                        serde_json::json!({"item": i + 1, "about_user": note, "kind": "constraint"})
-                    })
-                    .collect(),
-            )
-        });
-        read_the_rest(&llm, &mut history);
+        remember_knee_and_other(
+            &mut history,
+            "right knee is irritated",
+            "needs a birthday gift for dad",
+        );
         assert_eq!(history.store().memory().unwrap().len(), 2);
         // The judge: yes for the knee on the running question, no otherwise.
         let judge = ScriptedLlm::new(|prompt| {
@@ -1008,23 +1003,11 @@ mod tests {
                 1,
             ),
         ]);
-        let llm = notes_model(|items| {
-            serde_json::Value::Array(
-                items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, item)| {
-                        let note = if item.contains("knee") {
-                            "right knee is irritated after shifts"
-                        } else {
-                            "wants running shoes for a trail race"
-                        };
-                        serde_json::json!({"item": i + 1, "about_user": note, "kind": "constraint"})
-                    })
-                    .collect(),
-            )
-        });
-        read_the_rest(&llm, &mut history);
+        remember_knee_and_other(
+            &mut history,
+            "right knee is irritated after shifts",
+            "wants running shoes for a trail race",
+        );
         assert_eq!(history.store().memory().unwrap().len(), 2);
         let judge = ScriptedLlm::new(|_| r#"{"probabilities":[0.5,0.5]}"#.to_string());
         let you = You::load(history.store()).unwrap();
