@@ -19,8 +19,9 @@
 //! removes every statement that no remaining entry supports (a trigger).
 //!
 //! For a question, [`relevant`] ranks the remembered statements by embedding similarity to it
-//! and to its facet lines, judges the closest by probability ([`super::relevance`]) and turns those kept into profile
-//! phrases, beside those the per-question path extracts from the entries retrieval finds:
+//! and to its facet lines, judges the closest by probability ([`super::relevance`]) and turns
+//! those kept into profile phrases, beside those the per-question path extracts from the
+//! entries retrieval finds:
 //! memory adds what retrieval does not reach, so a profile built before (or without) it works
 //! as it always did.
 
@@ -552,9 +553,9 @@ pub struct FromMemory {
 }
 
 /// The remembered statements that matter for the question: the `candidates` closest by
-/// embedding to it or to one of its facet lines (the best supported, without an embedder) judged by probability and by their
-/// similarity to its facet lines, those that pass `threshold` returned as phrases citing their
-/// most recent entries.
+/// embedding to it or to one of its facet lines (the best supported, without an embedder),
+/// judged by probability and by their similarity to its facet lines; those that pass
+/// `threshold` are returned as phrases citing their most recent entries.
 pub fn relevant(
     llm: &dyn Llm,
     store: &Store,
