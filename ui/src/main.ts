@@ -3,7 +3,7 @@
 // sanitised HTML is the one exception (see sanitize.ts).
 
 import { button, byId, h } from './dom';
-import { NAV, show } from './nav';
+import { NAV, currentScreen, show } from './nav';
 import { createHistoryScreen } from './screens/history';
 import { createImportScreen } from './screens/import';
 import { createReportScreen } from './screens/report';
@@ -49,7 +49,9 @@ async function start(): Promise<void> {
     // Outside the desktop app there are no events; every screen still renders.
   }
   const status = await refresh();
-  show(modelsReady(status) ? 'research' : 'setup');
+  // The first screen follows the engine status, unless the user picked one while it loaded
+  // (on a busy machine that takes seconds; switching then would hide what they opened).
+  if (currentScreen() === null) show(modelsReady(status) ? 'research' : 'setup');
 }
 
 void start();

@@ -656,4 +656,16 @@ describe('flows', () => {
     expect((await calls(page, 'research_steer'))[0]?.args).toMatchObject({ text: 'Focus on cheap options.' });
     expect(errors).toEqual([]);
   });
+
+  it('11. a screen picked while the engine status loads stays on screen', async () => {
+    const page = await openApp('?slow=1500');
+    // Before the first status arrives (which would open Research), the user opens Setup.
+    await page.click('#nav-setup');
+    await page.waitForFunction(() => window.__mock.calls.filter((c) => c.cmd === 'models_list').length >= 2);
+    await page.waitForSelector('#models-table tbody tr');
+    await page.waitForTimeout(2_000);
+    expect(await page.isVisible('#screen-setup')).toBe(true);
+    expect(await page.isVisible('#screen-research')).toBe(false);
+    expect(errors).toEqual([]);
+  });
 });

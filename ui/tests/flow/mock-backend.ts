@@ -38,6 +38,8 @@ export interface MockRecord {
 const params = new URLSearchParams(location.search);
 const xss = params.get('xss') === '1';
 const GAP_MS = 25;
+// `?slow=MS`: the model list answers after MS milliseconds, as on a busy machine.
+const SLOW_MS = Number(params.get('slow') ?? 0);
 
 export const record: MockRecord = { calls: [] };
 
@@ -481,6 +483,7 @@ export async function handle(cmd: string, args: Args = {}): Promise<unknown> {
     case 'engine_status':
       return engineStatus();
     case 'models_list':
+      if (SLOW_MS > 0) await sleep(SLOW_MS);
       return models;
     case 'models_fetch':
       return modelsFetch();
