@@ -159,6 +159,15 @@ fn content_words(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// How many of `phrase`'s content words `text` has: which item a note was read from.
+pub(crate) fn shared_words(phrase: &str, text: &str) -> usize {
+    let have: HashSet<String> = content_words(text).into_iter().collect();
+    content_words(phrase)
+        .iter()
+        .filter(|w| have.contains(*w))
+        .count()
+}
+
 fn stem(w: &str) -> String {
     if let Some(s) = w.strip_suffix("ies").filter(|s| s.chars().count() >= 2) {
         return format!("{s}y");

@@ -5,10 +5,12 @@
 //! quarter of the entries that say something about the person. Memory reads what the person
 //! wrote: entries are taken in time order, a cheap check in code passes over visited pages,
 //! lookups (weather, a bare site name) and chats with no first-person word, and the rest are
-//! read a *burst* at a time (up to [`BURST_ITEMS`]
-//! consecutive entries: usually one sitting on one subject) with one small call that notes at
-//! most three facts, each naming its item.
-//! Code then checks every note as a per-question phrase is checked
+//! read a *burst* at a time (up to [`BURST_ITEMS`] consecutive searches, usually one sitting on
+//! one subject, or [`BURST_CHATS`] chats, shown as what the person wrote) with one small call
+//! that notes at most three facts, each naming its item.
+//! Code then checks every note against the item it was read from (the one it names, unless
+//! another has more of its words) as a
+//! per-question phrase is checked
 //! ([`super::extract::Checks::check_phrase`]: not nothing, no debris, the item's own words, no
 //! number or name the item does not say, not generic), retries once with the reason, and merges
 //! a note with an equivalent statement already remembered (the same words, or an embedding
@@ -29,8 +31,8 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::extract::{Checks, Phrase, PhraseKind, Verdict, MERGE_THRESHOLD};
-use super::select::{entry_line, numbered};
+use super::extract::{shared_words, Checks, Phrase, PhraseKind, Verdict, MERGE_THRESHOLD};
+use super::select::entry_line;
 use super::user_statements::statement_key;
 use super::{relevance, ProfileError, You};
 use crate::embed::{cosine, Embedder};
@@ -40,8 +42,13 @@ use crate::history::{
 };
 use crate::llm::{GenerationOptions, Llm, Message, Usage};
 
-/// The most entries one call reads.
+/// The most searches one call reads.
 pub const BURST_ITEMS: usize = 8;
+/// The most chats one call reads: as many as it may note. Given eight entries of every kind the
+/// 1.5B model noted items 1, 2 and 3 of nearly every burst, whatever stood at 4 to 8 ("The
+/// physio capped me at 25 km total per week", a chat at 7, was never noted); chats are where
+/// people say the most about themselves.
+pub const BURST_CHATS: usize = 3;
 /// The most text one call reads (about 450 tokens).
 pub const BURST_CHARS: usize = 1_600;
 /// How much of each entry the model sees.
@@ -179,16 +186,52 @@ pub fn worth_reading(s: &StoredEntry) -> bool {
     }
 }
 
-/// Splits entries (in time order) into bursts of consecutive entries: at most `max_items`
-/// and [`BURST_CHARS`] of text each. Related searches sit together in time, so a burst is
-/// usually one sitting on one subject; it need not be, since every note names its own item and
-/// is checked against it alone. (Cutting at gaps in time made most bursts one entry long on a
-/// history spread over months: a call per entry, twice the budget.)
+/// How memory shows an entry to the model: as a per-question prompt does, except that a chat
+/// shows only what the person wrote. The assistant's replies are about the subject, not the
+/// person; with them in view the model noted topics ("has a problem with bond funds: interest
+/// rate risk", words of the reply) and the checks accepted them as the item's own words.
+fn person_line(s: &StoredEntry) -> String {
+    if s.entry.kind != Kind::Chat {
+        return entry_line(s, ITEM_CHARS);
+    }
+    let mut text = format!("Chat \"{}\":", s.entry.title);
+    for turn in s
+        .entry
+        .turns
+        .iter()
+        .filter(|t| t.role == crate::history::TurnRole::User)
+        .take(3)
+    {
+        text.push_str(" [user] ");
+        text.push_str(&turn.text);
+    }
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match text.char_indices().nth(ITEM_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+/// Splits entries (in time order) into bursts: chats apart from searches, each burst at most
+/// `max_items` entries ([`BURST_CHATS`] for chats) and [`BURST_CHARS`] of text, in order.
+/// Related searches sit together in time, so a burst of searches is usually one sitting on one
+/// subject; it need not be, since every note names its own item and is checked against it
+/// alone. (Cutting at gaps in time made most bursts one entry long on a history spread over
+/// months: a call per entry, twice the budget.)
 pub fn bursts(sessions: Vec<StoredEntry>, max_items: usize) -> Vec<Vec<StoredEntry>> {
+    let (chats, others): (Vec<_>, Vec<_>) = sessions
+        .into_iter()
+        .partition(|s| s.entry.kind == Kind::Chat);
+    let mut out = consecutive(chats, max_items.min(BURST_CHATS));
+    out.extend(consecutive(others, max_items));
+    out
+}
+
+fn consecutive(sessions: Vec<StoredEntry>, max_items: usize) -> Vec<Vec<StoredEntry>> {
     let mut out: Vec<Vec<StoredEntry>> = Vec::new();
     let mut chars = 0;
     for s in sessions {
-        let len = entry_line(&s, ITEM_CHARS).chars().count();
+        let len = person_line(&s).chars().count();
         match out.last_mut() {
             Some(burst) if burst.len() < max_items.max(1) && chars + len <= BURST_CHARS => {
                 chars += len;
@@ -270,7 +313,11 @@ fn read_burst(
     checks: &Checks<'_>,
     burst: &[StoredEntry],
 ) -> Result<BurstAnswer, ProfileError> {
-    let items = numbered(burst, ITEM_CHARS);
+    let items: Vec<serde_json::Value> = burst
+        .iter()
+        .enumerate()
+        .map(|(i, s)| serde_json::json!({"number": i + 1, "text": person_line(s)}))
+        .collect();
     let texts: Vec<String> = items
         .iter()
         .map(|i| i["text"].as_str().unwrap_or_default().to_string())
@@ -293,22 +340,33 @@ fn read_burst(
                 break;
             }
         };
+        tracing::debug!(
+            attempt,
+            items = ?texts,
+            notes = ?notes.iter().map(|n| (n.item, n.about_user.as_str())).collect::<Vec<_>>(),
+            "memory: a burst read"
+        );
         let mut reasons = Vec::new();
-        for n in notes {
-            let Some(text) = n.item.checked_sub(1).and_then(|i| texts.get(i)) else {
+        for mut n in notes {
+            n.about_user = to_last_clause(&n.about_user);
+            let Some(item) = read_from(&n, &texts) else {
                 out.refused += 1;
                 continue;
             };
-            // Dropped, not asked again: a retry re-reads the whole burst, and asking again
-            // for copies made reading 1.6 times slower for few facts.
-            let verdict = match copies_title(&n.about_user, &burst[n.item - 1]) {
+            let text = &texts[item];
+            // A copied search is dropped, not asked again: a retry re-reads the whole burst,
+            // and asking again for copies made reading 1.6 times slower for few facts. A chat
+            // burst is three entries, and a chat's title is often the person's own situation
+            // ("Knee pain after long shifts"): asked again.
+            let verdict = match copies_title(&n.about_user, &burst[item]) {
+                Some(why) if burst[item].entry.kind == Kind::Chat => Verdict::Retry(why),
                 Some(why) => Verdict::Drop(why),
                 None => checks.check_phrase(&n.about_user, text)?,
             };
             match verdict {
                 // Not asked again for an amount: a retry re-reads the whole burst.
                 Verdict::Keep(kept) | Verdict::Sharpen(kept, _) => {
-                    let session = burst[n.item - 1].id;
+                    let session = burst[item].id;
                     if !out
                         .notes
                         .iter()
@@ -343,6 +401,35 @@ fn read_burst(
         note = format!("\n\n{} Answer again.", reasons.join(" "));
     }
     Ok(out)
+}
+
+/// A note the grammar cut at [`MAX_NOTE_CHARS`] ends mid-clause ("please keep replies to me
+/// short and in bullet points, I read them on five minute breaks at") and would be refused as
+/// too long: it is cut back to its last whole clause, when one of a few words is left.
+fn to_last_clause(note: &str) -> String {
+    let note = note.trim();
+    if note.chars().count() < MAX_NOTE_CHARS {
+        return note.to_string();
+    }
+    match note.rfind([',', ';']) {
+        Some(cut) if note[..cut].split_whitespace().count() >= 3 => note[..cut].trim().to_string(),
+        _ => note.to_string(),
+    }
+}
+
+/// The item (index into `texts`) a note was read from: the one it names, unless another item
+/// has more of its words. The small model often names the item before or after the one it
+/// read ("has knee pain after long shifts" citing the budget chat beside the knee chat), and
+/// the checks would refuse a true note for a wrong number.
+fn read_from(note: &Note, texts: &[String]) -> Option<usize> {
+    let named = note.item.checked_sub(1).filter(|&i| i < texts.len())?;
+    let shared = |i: usize| shared_words(&note.about_user, &texts[i]);
+    let best = (0..texts.len()).max_by_key(|&i| (shared(i), i == named))?;
+    Some(if shared(best) > shared(named) {
+        best
+    } else {
+        named
+    })
 }
 
 /// Why a note merely copies its item's search or title, if it does: "sourdough starter not
@@ -745,6 +832,88 @@ mod tests {
     }
 
     #[test]
+    fn a_note_naming_the_wrong_item_rests_on_the_item_it_was_read_from() {
+        let (_dir, mut history, ids) = history_of(&[
+            session(
+                Kind::Chat,
+                "Spending this month",
+                "I set aside 120 dollars for sports gear this month",
+                0,
+            ),
+            session(
+                Kind::Chat,
+                "Knee pain after long shifts",
+                "My physio says my right knee is irritated",
+                1,
+            ),
+        ]);
+        // The small model's slip: the knee note names the budget chat before it.
+        let llm = notes_model(
+            |_| serde_json::json!([{"item": 1, "about_user": "has an irritated right knee", "kind": "constraint"}]),
+        );
+        let read = read_the_rest(&llm, &mut history);
+        assert_eq!((read.added, read.refused, read.retries), (1, 0, 0));
+        let memory = history.store().memory().unwrap();
+        assert_eq!(memory[0].text, "Has an irritated right knee");
+        let cited: Vec<i64> = memory[0].sessions.iter().map(|(id, _)| *id).collect();
+        assert_eq!(cited, vec![ids[1]]);
+        // A note that no item supports is still refused.
+        let note = Note {
+            item: 1,
+            about_user: "owns a sailing boat".into(),
+            kind: PhraseKind::Background,
+        };
+        let texts = vec!["Chat: knee".to_string(), "Chat: budget".to_string()];
+        assert_eq!(
+            read_from(&note, &texts),
+            Some(0),
+            "kept on the item it names"
+        );
+    }
+
+    #[test]
+    fn a_note_cut_by_the_grammar_keeps_its_last_whole_clause() {
+        let cut = "please keep replies to me short and in bullet points, I read them on five minute breaks at";
+        assert_eq!(cut.chars().count(), MAX_NOTE_CHARS);
+        assert_eq!(
+            to_last_clause(cut),
+            "please keep replies to me short and in bullet points"
+        );
+        assert_eq!(
+            to_last_clause("has knee pain, wants to jog"),
+            "has knee pain, wants to jog"
+        );
+        let no_clause = "x".repeat(MAX_NOTE_CHARS);
+        assert_eq!(to_last_clause(&no_clause), no_clause);
+    }
+
+    #[test]
+    fn memory_shows_a_chat_as_what_the_person_wrote() {
+        let chat = stored(
+            1,
+            Entry {
+                turns: vec![
+                    Turn::user("My physio says my right knee is irritated", None),
+                    Turn {
+                        role: TurnRole::Assistant,
+                        text: "Interest rate risk hits long bond funds hardest.".into(),
+                        at: None,
+                    },
+                    Turn::user("I jog three times a week", None),
+                ],
+                ..session(Kind::Chat, "Knee pain", "", 0)
+            },
+        );
+        let line = person_line(&chat);
+        assert_eq!(
+            line,
+            "Chat \"Knee pain\": [user] My physio says my right knee is irritated [user] I jog three times a week"
+        );
+        let long = stored(2, session(Kind::Chat, "Long", &"knee ".repeat(100), 0));
+        assert_eq!(person_line(&long).chars().count(), ITEM_CHARS + 1);
+    }
+
+    #[test]
     fn a_note_that_copies_the_search_or_title_is_dropped() {
         let searched = stored(1, search("sourdough starter not bubbling", 0));
         assert!(copies_title("Sourdough starter not bubbling", &searched)
@@ -781,10 +950,27 @@ mod tests {
         let b = bursts(sessions, 8);
         assert!(b.iter().all(|b| b
             .iter()
-            .map(|s| entry_line(s, ITEM_CHARS).chars().count())
+            .map(|s| person_line(s).chars().count())
             .sum::<usize>()
             <= BURST_CHARS));
         assert!(b.len() > 1);
+        // Chats go three to a call, apart from the searches between them.
+        let mixed: Vec<StoredEntry> = (0..12)
+            .map(|i| {
+                let s = if i % 3 == 0 {
+                    session(Kind::Chat, "Gear", "I jog on my lunch break", i)
+                } else {
+                    search(&format!("running shoes question {i}"), i)
+                };
+                stored(i, s)
+            })
+            .collect();
+        let b = bursts(mixed, 8);
+        let ids: Vec<Vec<i64>> = b.iter().map(|b| b.iter().map(|s| s.id).collect()).collect();
+        assert_eq!(
+            ids,
+            vec![vec![0, 3, 6], vec![9], vec![1, 2, 4, 5, 7, 8, 10, 11]]
+        );
     }
 
     /// Reads everything not yet in memory, without an embedder.
