@@ -330,6 +330,16 @@ fn assembly_thresholds_separate_examples_on_real_embeddings() {
         ("Loose-leaf black tea costs about 10 to 20 euros per 100 grams in specialist shops.", "Supermarket tea bags cost far less per cup than loose-leaf tea.", false),
         ("Green tea is brewed at 70 to 80 degrees Celsius for two to three minutes.", "Steep green tea for two to three minutes in water at 70 to 80 degrees Celsius.", true),
         ("Green tea is brewed at 70 to 80 degrees Celsius for two to three minutes.", "Black tea is brewed with boiling water for four to five minutes.", false),
+        // The report's sentences, compared at the same cosine (`prose::Writer::repeats`): the
+        // vaccine report said Jenner's finding twice in sentences sharing too few words to
+        // count; facts of one paragraph on one subject must stay.
+        ("In 1796, Edward Jenner showed that infection with cowpox protected people against smallpox.", "Jenner demonstrated that inoculating people with cowpox gave them immunity against smallpox.", true),
+        ("Alexander Fleming discovered penicillin in 1928.", "In 1928, penicillin was found by Alexander Fleming.", true),
+        ("Edward Jenner created the smallpox vaccine, the world's first vaccine.", "A WHO campaign eradicated smallpox between 1958 and 1977.", false),
+        ("Alexander Fleming discovered penicillin in 1928.", "Fleming shared the 1945 Nobel Prize in Physiology or Medicine with Florey and Chain.", false),
+        ("Vaccines are often made from weakened or killed forms of the microbe.", "The vaccine stimulates the immune system to recognise the agent as a threat and destroy it.", false),
+        ("When a large enough share of a population is vaccinated, herd immunity results.", "Herd immunity protects people who cannot be vaccinated because a weakened microbe would harm them.", false),
+        ("Penicillins were among the first medicines effective against infections by staphylococci and streptococci.", "Many bacteria have become resistant to penicillins after their extensive use.", false),
     ];
     let scored: Vec<(f32, bool, &str, &str)> = duplicate_pairs
         .iter()

@@ -268,6 +268,23 @@ pub fn unsupported_specific(phrase: &str, source: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// A year the phrase states as money: "Has a budget of 2024 for laptops" from a search for
+/// "best budget laptops 2024". The number is in the item, so the digits check passes it; but
+/// the item has it as no amount (no currency beside it), and a year-like number next to a
+/// money word is a year read as a sum.
+pub fn year_as_amount(phrase: &str, source: &str) -> Option<String> {
+    money_word_at(phrase)?;
+    let amounts: Vec<String> = amounts(source).iter().map(|a| digits_of(a)).collect();
+    phrase
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|d| d.len() == 4)
+        .find(|d| {
+            d.parse::<u32>().is_ok_and(|y| (1900..=2099).contains(&y))
+                && !amounts.iter().any(|a| a == d)
+        })
+        .map(str::to_string)
+}
+
 /// Characters a phrase about a person never needs: JSON, markup and code debris.
 fn debris(phrase: &str) -> Option<char> {
     phrase.chars().find(|c| {
@@ -467,6 +484,11 @@ impl<'a> Checks<'a> {
         if let Some(specific) = unsupported_specific(&text, session_text) {
             return Ok(Verdict::Retry(format!(
                 "the item does not say {specific}; copy the user's own words"
+            )));
+        }
+        if let Some(year) = year_as_amount(&text, session_text) {
+            return Ok(Verdict::Retry(format!(
+                "the item has {year} as a year, not an amount of money; say only what the item tells about the user"
             )));
         }
         let lost = lost_amount(&text, session_text);
@@ -976,6 +998,36 @@ pub(crate) mod tests {
         assert_eq!(stubborn.prompts().len(), 2);
         assert!(stubborn.prompts()[1].contains("repeats the question"));
         assert!(out.phrases.is_empty());
+    }
+
+    #[test]
+    fn a_year_is_not_read_as_a_budget() {
+        let search = "best budget laptops 2024";
+        assert_eq!(
+            year_as_amount("Has a budget of 2024 for laptops", search).as_deref(),
+            Some("2024")
+        );
+        let checks = Checks::new(None, QUERY).unwrap();
+        assert!(matches!(
+            checks.check_phrase("Has a budget of 2024 for laptops", search).unwrap(),
+            Verdict::Retry(why) if why.contains("2024 as a year")
+        ));
+        // A sum with its currency stays, and so does a year that is not stated as money.
+        assert_eq!(
+            year_as_amount("Has a budget of $1999", "Laptop under $1999"),
+            None
+        );
+        assert_eq!(
+            year_as_amount("Has a budget of 2000 dollars", "I can spend 2000 dollars"),
+            None
+        );
+        assert_eq!(
+            year_as_amount(
+                "Ran her first marathon in 2019",
+                "my first marathon in 2019"
+            ),
+            None
+        );
     }
 
     #[test]

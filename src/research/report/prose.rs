@@ -15,7 +15,9 @@ use std::collections::BTreeSet;
 
 use serde_json::json;
 
-use super::outline::{leans_on_context, tidy_sentence, NEAR_ON_TOPIC_FINDING, OFF_TOPIC_FINDING};
+use super::outline::{
+    leans_on_context, tidy_sentence, DUPLICATE_COSINE, NEAR_ON_TOPIC_FINDING, OFF_TOPIC_FINDING,
+};
 use crate::checks::judge::{Judge, TURNED_AROUND};
 use crate::checks::text::{
     content_words, finding_form, foreign_script, heading_debris, jaccard, sentence_debris,
@@ -41,6 +43,9 @@ const MAX_HEADING_CHARS: usize = 70;
 /// by a question. The characters bound keeps a heading to a line.
 const MAX_HEADING_WORDS: usize = 12;
 const MAX_TITLE_WORDS: usize = 12;
+/// A sentence of a paragraph's other attempt is added when this share of its content words is
+/// new to the attempt kept; with fewer it says again, in part, what that one says.
+const NEW_WORDS_TO_ADD: f64 = 0.5;
 /// A fact counts as said by a paragraph when this share of its content words is in it.
 const FACT_COVERED: f64 = 0.6;
 /// A supported sentence states a fact (in other words) when it has at least this share of the
@@ -94,6 +99,9 @@ pub(super) struct Writer<'a> {
     script: Script,
     /// Content words of every sentence kept so far.
     said: Vec<BTreeSet<String>>,
+    /// Their embeddings: a repeat in other words shares too few words for the count
+    /// ([`Writer::repeats`]).
+    said_vectors: Vec<Vec<f32>>,
     /// Content words of the title and the headings so far.
     headings: Vec<BTreeSet<String>>,
     /// The most words a sentence may have, for a reader who wants short answers
@@ -203,6 +211,7 @@ impl<'a> Writer<'a> {
             support: SupportMatcher::new(embedder, SUPPORT_THRESHOLD),
             judge: Judge::new(llm, judge),
             said: Vec::new(),
+            said_vectors: Vec::new(),
             headings: Vec::new(),
             max_words: None,
             completions: Vec::new(),
@@ -300,7 +309,7 @@ impl<'a> Writer<'a> {
         {
             return Ok(Some(why));
         }
-        if self.repeats(sentence, kept) {
+        if self.repeats(sentence, kept)? {
             return Ok(Some("it repeats a sentence already in the report".into()));
         }
         if let Some(max) = self.max_words {
@@ -334,14 +343,32 @@ impl<'a> Writer<'a> {
         }))
     }
 
-    /// Whether `sentence` near-duplicates one already in the report or in `kept`.
-    fn repeats(&self, sentence: &str, kept: &[String]) -> bool {
+    /// Whether `sentence` near-duplicates one already in the report or in `kept`: by its
+    /// content words, or in other words by its embedding at the cosine at which the outline
+    /// merges two learnings ([`DUPLICATE_COSINE`]). The vaccine report said twice that Jenner
+    /// showed cowpox protects against smallpox, in sentences sharing too few words to count.
+    fn repeats(&self, sentence: &str, kept: &[String]) -> Result<bool, ResearchError> {
         let words = content_words(sentence);
         let kept_words: Vec<BTreeSet<String>> = kept.iter().map(|s| content_words(s)).collect();
-        self.said
+        if self
+            .said
             .iter()
             .chain(&kept_words)
             .any(|w| jaccard(w, &words) >= NEAR_DUPLICATE_JACCARD || contained(w, &words))
+        {
+            return Ok(true);
+        }
+        if self.said_vectors.is_empty() && kept.is_empty() {
+            return Ok(false);
+        }
+        let mut texts: Vec<&str> = vec![sentence];
+        texts.extend(kept.iter().map(String::as_str));
+        let vectors = self.embedder.embed(&texts)?;
+        Ok(self
+            .said_vectors
+            .iter()
+            .chain(&vectors[1..])
+            .any(|v| cosine(&vectors[0], v) >= DUPLICATE_COSINE))
     }
 
     /// The model's sentences for `facts` from the prompt `render` makes (given the problems of
@@ -355,7 +382,7 @@ impl<'a> Writer<'a> {
     ) -> Result<Draft, ResearchError> {
         let passages = passages_of(facts);
         let mut completions = Vec::new();
-        let mut best: Vec<String> = Vec::new();
+        let mut attempts: Vec<Vec<String>> = Vec::new();
         let mut problems = String::new();
         for attempt in 0..2 {
             let prompt = render(&problems)?;
@@ -406,10 +433,9 @@ impl<'a> Writer<'a> {
                     }
                 }
             }
-            if !kept.is_empty() && kept.len() >= best.len() {
-                best = kept;
-            }
-            if failed.is_empty() && !best.is_empty() {
+            let done = failed.is_empty() && !kept.is_empty();
+            attempts.push(kept);
+            if done {
                 break;
             }
             if attempt == 0 {
@@ -422,9 +448,41 @@ impl<'a> Writer<'a> {
             };
         }
         Ok(Draft {
-            sentences: best,
+            sentences: self.merge_attempts(attempts)?,
             completions,
         })
+    }
+
+    /// The sentences of a paragraph's attempts that passed: those of the attempt that says the
+    /// most (distinct content words, not sentences: the penicillin paragraph's first attempt
+    /// had the Nobel Prize in fewer, longer sentences and lost it to the retry), then each
+    /// sentence of the other that stands on its own, repeats none of them and says something
+    /// they do not (at least [`NEW_WORDS_TO_ADD`] of its content words new to them).
+    fn merge_attempts(&self, mut attempts: Vec<Vec<String>>) -> Result<Vec<String>, ResearchError> {
+        let says = |sentences: &Vec<String>| {
+            sentences
+                .iter()
+                .flat_map(|s| content_words(s))
+                .collect::<BTreeSet<_>>()
+                .len()
+        };
+        let Some(most) = (0..attempts.len()).max_by_key(|&i| (says(&attempts[i]), i)) else {
+            return Ok(Vec::new());
+        };
+        let mut merged = attempts.swap_remove(most);
+        for sentence in attempts.into_iter().flatten() {
+            let known: BTreeSet<String> = merged.iter().flat_map(|s| content_words(s)).collect();
+            let words = content_words(&sentence);
+            let new = words.difference(&known).count();
+            if !leans_on_context(&sentence)
+                && new as f64 >= NEW_WORDS_TO_ADD * words.len() as f64
+                && new > 0
+                && !self.repeats(&sentence, &merged)?
+            {
+                merged.push(sentence);
+            }
+        }
+        Ok(merged)
     }
 
     /// Takes a paragraph's draft into the report: drops the sentences that repeat one kept
@@ -445,7 +503,7 @@ impl<'a> Writer<'a> {
         let mut best: Vec<String> = Vec::new();
         let mut previous_left = false;
         for s in draft.sentences {
-            if self.repeats(&s, &[]) || (previous_left && leans_on_context(&s)) {
+            if self.repeats(&s, &[])? || (previous_left && leans_on_context(&s)) {
                 previous_left = true;
                 continue;
             }
@@ -499,8 +557,10 @@ impl<'a> Writer<'a> {
                     && own.iter().all(|s| {
                         sentence_debris(s).is_none()
                             && foreign_script(s, self.script, &passages).is_none()
-                    })
-                    && !own.iter().any(|s| self.repeats(s, &sentences));
+                    });
+                for s in &own {
+                    clean = clean && !self.repeats(s, &sentences)?;
+                }
                 if clean && k + 1 < options.len() {
                     for s in &own {
                         let mut ok = false;
@@ -528,6 +588,10 @@ impl<'a> Writer<'a> {
         }
         for s in &sentences {
             self.said.push(content_words(s));
+        }
+        let texts: Vec<&str> = sentences.iter().map(String::as_str).collect();
+        if !texts.is_empty() {
+            self.said_vectors.extend(self.embedder.embed(&texts)?);
         }
         // A sentence no cited fact's passage supports is a detail of another fact's passage
         // (it passed the support check against the paragraph's passages): that fact is cited
@@ -598,8 +662,10 @@ impl<'a> Writer<'a> {
         fallback: &dyn Fn(&Fact) -> Vec<String>,
     ) -> Result<(Vec<String>, Vec<usize>), ResearchError> {
         let body = std::mem::take(&mut self.said);
+        let body_vectors = std::mem::take(&mut self.said_vectors);
         let settled = self.settle(draft, facts, fallback);
         self.said = body;
+        self.said_vectors = body_vectors;
         settled
     }
 
@@ -916,6 +982,41 @@ mod tests {
         let (sentences, cited) = writer.settle(again, facts, &own_words).unwrap();
         assert_eq!(sentences, vec![NEW_DETAIL.to_string()]);
         assert_eq!(cited, vec![0], "a detail printed without its citation");
+    }
+
+    /// Of a paragraph's two attempts, the one that says more is kept even in fewer sentences,
+    /// and the other adds what it says that the first does not: the Nobel Prize, said in the
+    /// first attempt's one long sentence, was lost to a retry of two short ones.
+    #[test]
+    fn the_attempt_that_says_more_is_kept_and_the_other_adds_what_it_alone_says() {
+        use crate::test_support::{ScriptedLlm, WordsEmbedder};
+        const LONG: &str = "Fleming discovered penicillin in 1928 and shared the 1945 Nobel Prize for penicillin with Florey and Chain.";
+        const WRONG: &str = "Penicillin cures influenza within a day.";
+        const MOULD: &str = "Penicillin came from a Penicillium mould.";
+        let passage = "Fleming discovered penicillin in 1928. Penicillin came from a Penicillium \
+                       mould. Fleming shared the 1945 Nobel Prize for penicillin with Florey and \
+                       Chain."
+            .to_string();
+        let llm = ScriptedLlm::new(|prompt| {
+            // The retry is asked with the reasons the first answer failed.
+            let text = if prompt.contains("influenza") {
+                format!("Fleming discovered penicillin in 1928. {MOULD}")
+            } else {
+                format!("{LONG} {WRONG}")
+            };
+            serde_json::json!({ "text": text }).to_string()
+        });
+        let mut writer = Writer::new(&llm, &WordsEmbedder, Script::Latin, None);
+        let facts = [Fact {
+            text: "Fleming discovered penicillin in 1928.".into(),
+            passages: vec![passage],
+        }];
+        let render = |problems: &str| Ok(format!("Write the paragraph.\n{problems}"));
+        let draft = writer.draft(&render, &facts).unwrap();
+        let (sentences, cited) = writer.settle(draft, &facts, &own_words).unwrap();
+        // The retry's first sentence repeats the long one and is left out; its second is new.
+        assert_eq!(sentences, vec![LONG.to_string(), MOULD.to_string()]);
+        assert_eq!(cited, vec![0]);
     }
 
     /// A discovery in two sentences, the second pointing back, and a prize from the same
