@@ -325,6 +325,25 @@ pub fn sentence_debris(sentence: &str) -> Option<String> {
     if s.ends_with('…') || s.ends_with("...") {
         return Some("cut off (ends with an ellipsis)".into());
     }
+    // The prompt's material named in the prose: "… enabled a much faster rate of printing, as
+    // evidenced by the sources stating that Gutenberg's invention … enabled a much faster rate
+    // of printing" says the fact twice and the sources once.
+    const ABOUT_THE_PROMPT: &[&str] = &[
+        "the sources stat",
+        "the sources say",
+        "the facts stat",
+        "the facts say",
+        "the passage stat",
+        "the passage say",
+        "the passages stat",
+        "the passages say",
+    ];
+    let lower = s.to_lowercase();
+    if let Some(marker) = ABOUT_THE_PROMPT.iter().find(|m| lower.contains(*m)) {
+        return Some(format!(
+            "it talks about the sources ({marker}…) instead of saying what they say"
+        ));
+    }
     let last = s.chars().last()?;
     if !matches!(last, '.' | '!' | '?' | '"' | '\'' | ')' | '”' | '’' | ':') {
         return Some("cut off (no closing punctuation)".into());
@@ -607,6 +626,13 @@ mod tests {
         assert!(sentence_debris("The press changed how people").is_some());
         assert!(sentence_debris("Printing spread to 200 towns [3].").is_none());
         assert!(sentence_debris("Costs fell (by half).").is_none());
+        // The prompt's sources talked about, not what they say.
+        assert!(sentence_debris(
+            "Printing got faster, as evidenced by the sources stating that printing got faster."
+        )
+        .is_some());
+        assert!(sentence_debris("The facts say that presses spread.").is_some());
+        assert!(sentence_debris("The sources found do not cover: costs.").is_none());
         assert!(heading_debris("Religion and the (from: Printing press; Printing").is_some());
         assert!(heading_debris("How printing changed the").is_some());
         assert!(heading_debris("Religion and reform").is_none());
