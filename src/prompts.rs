@@ -50,6 +50,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../prompts/report_finding.md"),
     ),
     (
+        "report_need_finding",
+        include_str!("../prompts/report_need_finding.md"),
+    ),
+    (
         "profile_general",
         include_str!("../prompts/profile_general.md"),
     ),
@@ -160,6 +164,7 @@ mod tests {
                 || *name == "research_node_retry"
                 || *name == "report_support"
                 || *name == "report_finding"
+                || *name == "report_need_finding"
             {
                 continue;
             }

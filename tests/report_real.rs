@@ -136,6 +136,7 @@ fn tea_input<'a>(
         current_date: "2025-05-01",
         support_judge: None,
         finding_judge: None,
+        need_judge: None,
         style: &PROSE,
     }
 }

@@ -145,8 +145,113 @@ pub fn judge_findings(
         .iter()
         .flat_map(|q| findings.iter().map(move |f| (*q, *f)))
         .collect();
-    let answers = map_concurrent(llm.parallelism(), &asks, |_, (q, finding)| {
-        Ok::<_, crate::Error>(probability_of_yes(llm, finding_messages(q, finding)?)?)
+    let (probabilities, completions) =
+        probabilities_of_yes(llm, &asks, |(q, finding)| finding_messages(q, finding))?;
+    let (asked, contrast) = probabilities.split_at(findings.len());
+    let judged = asked
+        .iter()
+        .zip(contrast)
+        .map(|(&probability, &bias)| FindingJudged { probability, bias })
+        .collect();
+    Ok((judged, completions))
+}
+
+/// The lowest score a finding needs from the default chat model, qwen2.5-coder-1.5b-instruct,
+/// to answer a need of the reader in *What this means for you*: the judge's
+/// [`NeedFindingJudged::score`] plus the finding's embedding cosine to the need. Calibrated by
+/// `rudder eval need-judge` (see the README). See [`need_threshold_for`].
+pub const NEED_JUDGE_THRESHOLD: f32 = 0.48;
+
+/// The need judge's threshold for the chat model `model` (0: the judge is off for it, and
+/// needs are matched to findings by the embeddings alone).
+///
+/// * qwen2.5-coder-1.5b-instruct: [`NEED_JUDGE_THRESHOLD`].
+/// * any other model: 0. A finding given to a need is written to the reader as meeting it
+///   ("Since you have knee pain, …"), so an uncalibrated judge stays off.
+pub fn need_threshold_for(model: &str) -> f32 {
+    match model {
+        crate::config::DEFAULT_CHAT_MODEL => NEED_JUDGE_THRESHOLD,
+        _ => 0.0,
+    }
+}
+
+/// What the need judge says it knows of a reader when it knows nothing: a finding's P(yes)
+/// for it is what the model says for that finding whatever the reader.
+pub const NEED_CONTRAST: &str = "nothing in particular";
+
+/// The prompt asking whether `finding` matters for a reader who asked `query` because of
+/// `need`: the question and the need first (shared by every finding), the finding last
+/// (`prompts/report_need_finding.md`).
+pub fn need_finding_messages(
+    query: &str,
+    need: &str,
+    finding: &str,
+) -> crate::Result<Vec<Message>> {
+    let prompt = crate::prompts::render(
+        "report_need_finding",
+        minijinja::context! { query, need, finding },
+    )?;
+    Ok(vec![Message::user(prompt)])
+}
+
+/// One (need, finding) judgement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NeedFindingJudged {
+    /// P(yes) that the finding matters for the reader because of the need.
+    pub probability: f32,
+    /// P(yes) for the same finding and a reader of whom nothing is known ([`NEED_CONTRAST`]).
+    pub bias: f32,
+}
+
+impl NeedFindingJudged {
+    /// How much more the model says yes because of the need than for any reader: a finding
+    /// on the question draws a yes whoever asks.
+    pub fn score(&self) -> f32 {
+        self.probability - self.bias
+    }
+}
+
+/// For each of `needs`, whether each of `findings` matters for the reader because of it
+/// (`[need][finding]`), with the calls' completions: one forward pass per pair and one per
+/// finding for [`NEED_CONTRAST`], as many at once as the model serves.
+pub fn judge_need_findings(
+    llm: &dyn Llm,
+    query: &str,
+    needs: &[&str],
+    findings: &[&str],
+) -> crate::Result<(Vec<Vec<NeedFindingJudged>>, Vec<Completion>)> {
+    let asks: Vec<(&str, &str)> = needs
+        .iter()
+        .chain(std::iter::once(&NEED_CONTRAST))
+        .flat_map(|n| findings.iter().map(move |f| (*n, *f)))
+        .collect();
+    let (probabilities, completions) = probabilities_of_yes(llm, &asks, |(need, finding)| {
+        need_finding_messages(query, need, finding)
+    })?;
+    let (asked, contrast) = probabilities.split_at(needs.len() * findings.len());
+    let judged = asked
+        .chunks(findings.len().max(1))
+        .take(needs.len())
+        .map(|of_need| {
+            of_need
+                .iter()
+                .zip(contrast)
+                .map(|(&probability, &bias)| NeedFindingJudged { probability, bias })
+                .collect()
+        })
+        .collect();
+    Ok((judged, completions))
+}
+
+/// P(yes) for the prompt `messages` makes of each of `asks`, in order, with the calls'
+/// completions; as many at once as the model serves.
+fn probabilities_of_yes<T: Sync>(
+    llm: &dyn Llm,
+    asks: &[T],
+    messages: impl Fn(&T) -> crate::Result<Vec<Message>> + Sync,
+) -> crate::Result<(Vec<f32>, Vec<Completion>)> {
+    let answers = map_concurrent(llm.parallelism(), asks, |_, ask| {
+        Ok::<_, crate::Error>(probability_of_yes(llm, messages(ask)?)?)
     });
     let mut probabilities = Vec::with_capacity(asks.len());
     let mut completions = Vec::with_capacity(asks.len());
@@ -155,13 +260,7 @@ pub fn judge_findings(
         probabilities.push(p);
         completions.push(completion);
     }
-    let (asked, contrast) = probabilities.split_at(findings.len());
-    let judged = asked
-        .iter()
-        .zip(contrast)
-        .map(|(&probability, &bias)| FindingJudged { probability, bias })
-        .collect();
-    Ok((judged, completions))
+    Ok((probabilities, completions))
 }
 
 /// Whether an error means the model cannot answer a yes/no question by probability (a stand-in
@@ -305,6 +404,51 @@ mod tests {
             assert!(at_question < at_finding, "{prompt}");
         }
         assert_eq!(llm.prompts_with(query).len(), 2);
+    }
+
+    #[test]
+    fn a_finding_is_judged_for_each_need_against_a_reader_of_whom_nothing_is_known() {
+        const CUSHION: &str = "Max-cushion trainers reduce the impact of each landing.";
+        const PRICE: &str = "Daily road trainers cost between 120 and 160 dollars.";
+        let knee = "you have knee pain";
+        let budget = "you have a budget of 120 dollars";
+        let llm = ScriptedLlm::new(move |prompt| {
+            let p = match (
+                prompt.contains(knee),
+                prompt.contains(budget),
+                prompt.ends_with(CUSHION),
+            ) {
+                (true, _, true) => 0.9,
+                (_, true, false) => 0.8,
+                // On the question, whoever asks.
+                _ => 0.4,
+            };
+            format!(r#"{{"probabilities":[{p},{}]}}"#, 1.0 - p)
+        });
+        let query = "Which running shoes should I buy?";
+        let (judged, completions) =
+            judge_need_findings(&llm, query, &[knee, budget], &[CUSHION, PRICE]).unwrap();
+        // Two needs and the contrast, for each finding.
+        assert_eq!(completions.len(), 6);
+        assert_eq!(llm.prompts_with(NEED_CONTRAST).len(), 2);
+        let scores: Vec<Vec<f32>> = judged
+            .iter()
+            .map(|of_need| of_need.iter().map(|j| j.score()).collect())
+            .collect();
+        assert!((scores[0][0] - 0.5).abs() < 1e-5, "{scores:?}");
+        assert!(scores[0][1].abs() < 1e-5, "{scores:?}");
+        assert!(scores[1][0].abs() < 1e-5, "{scores:?}");
+        assert!((scores[1][1] - 0.4).abs() < 1e-5, "{scores:?}");
+        for prompt in llm.prompts() {
+            let at_need = prompt.find("What you know about the reader:").unwrap();
+            let at_finding = prompt.rfind("Finding:").unwrap();
+            assert!(at_need < at_finding, "{prompt}");
+        }
+        assert_eq!(need_threshold_for(crate::config::SMOLLM2_CHAT_MODEL), 0.0);
+        assert_eq!(
+            need_threshold_for(crate::config::DEFAULT_CHAT_MODEL),
+            NEED_JUDGE_THRESHOLD
+        );
     }
 
     #[test]

@@ -119,22 +119,34 @@ impl Source for HistorySourceAdapter {
     }
 }
 
-/// The first `max` characters of `text`, cut at a word boundary, with whitespace collapsed.
+/// The first `max` characters of `text`, cut at a word boundary, with whitespace collapsed
+/// within each paragraph and a line break between paragraphs (lines apart by a blank line). A
+/// Markdown heading stays on its own line: collapsed into the paragraph after it, the model
+/// read "… for a first half marathon Cushioning and knees Cushioning is the thickness …" as
+/// one sentence and wrote it into a report.
 pub fn passage(text: &str, max: usize) -> String {
     let mut out = String::with_capacity(max.min(text.len()));
     let mut chars = 0;
-    for word in text.split_whitespace() {
-        let n = word.chars().count();
-        if chars + n + 1 > max && chars > 0 {
-            out.push('…');
-            break;
+    let mut new_paragraph = false;
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            new_paragraph = true;
+            continue;
         }
-        if !out.is_empty() {
-            out.push(' ');
-            chars += 1;
+        for word in line.split_whitespace() {
+            let n = word.chars().count();
+            if chars + n + 1 > max && chars > 0 {
+                out.push('…');
+                return out;
+            }
+            if !out.is_empty() {
+                out.push(if new_paragraph { '\n' } else { ' ' });
+                chars += 1;
+            }
+            new_paragraph = false;
+            out.push_str(word);
+            chars += n;
         }
-        out.push_str(word);
-        chars += n;
     }
     out
 }
@@ -183,8 +195,15 @@ mod tests {
     }
 
     #[test]
-    fn passage_cuts_at_words_and_collapses_space() {
-        assert_eq!(passage("a  b\n\nc", 100), "a b c");
+    fn passage_cuts_at_words_and_collapses_space_within_paragraphs() {
+        assert_eq!(passage("a  b\nc\n\n \n d", 100), "a b c\nd");
         assert_eq!(passage("alpha beta gamma", 11), "alpha beta…");
+        // A heading stays a line of its own, not the start of the next sentence.
+        let chunk = "Cushioning and knees\n\nCushioning is the thickness of the midsole foam.";
+        assert_eq!(
+            passage(chunk, 200),
+            "Cushioning and knees\nCushioning is the thickness of the midsole foam."
+        );
+        assert_eq!(passage(chunk, 32), "Cushioning and knees\nCushioning…");
     }
 }

@@ -18,7 +18,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::matchers::{calibrate, calibrate_for_recall, scored_pairs, Calibration};
+pub use crate::matchers::ScoreFigures;
+use crate::matchers::{calibrate, calibrate_for_recall, scored_pairs, JudgedPair};
 use crate::EvalError;
 use rudder::embed::Embedder;
 use rudder::llm::{Llm, Usage};
@@ -56,14 +57,6 @@ pub struct ScoredFinding {
     pub bias: f32,
     /// The finding's cosine to the question (all-MiniLM-L6-v2, as the outline computes it).
     pub cosine: f32,
-}
-
-/// One way of scoring the pairs, calibrated.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ScoreFigures {
-    pub name: String,
-    pub calibration: Calibration,
-    pub auc: f32,
 }
 
 /// What one calibration measured.
@@ -225,54 +218,35 @@ pub fn calibrate_finding_judge(
 
 /// The report as Markdown: each score's calibration, then the judge's worst mistakes.
 pub fn markdown(r: &FindingJudgeReport) -> String {
-    use std::fmt::Write;
     let mut out = format!(
-        "# Finding judge — model {}\n\n{} pairs ({} bear on their question)\n\n\
-         | score | threshold | AUC | half | precision | recall | F1 | pairs |\n\
-         |---|---|---|---|---|---|---|---|\n",
-        r.model, r.pairs, r.positives
+        "# Finding judge — model {}\n\n{} pairs ({} bear on their question)\n\n{}",
+        r.model,
+        r.pairs,
+        r.positives,
+        crate::matchers::calibration_rows(&r.scores)
     );
-    for s in &r.scores {
-        let c = &s.calibration;
-        for (half, m) in [("calibration", &c.calibration), ("held out", &c.held_out)] {
-            let _ = writeln!(
-                out,
-                "| {} | {:.3} | {:.3} | {half} | {:.2} | {:.2} | {:.2} | {} |",
-                s.name, c.threshold, s.auc, m.precision, m.recall, m.f1, m.pairs
-            );
-        }
-    }
-    let _ = writeln!(
-        out,
+    out.push_str(&format!(
         "\nPairs that do not bear on their question but pass the outline's cosine cut: {}; \
-         of them refused by the judge at its threshold: {}\n",
+         of them refused by the judge at its threshold: {}\n\n",
         r.kept_by_cosine_cut, r.of_them_refused_by_judge
-    );
+    ));
     out.push_str(&crate::matchers::cost_line(&r.usage, r.seconds));
     let threshold = r.scores.first().map_or(0.5, |s| s.calibration.threshold);
-    let wrong = crate::matchers::confident_mistakes(
-        &r.scored,
-        |s| s.probability - s.bias,
-        |s| s.pair.bears,
-        threshold,
-        20,
-    );
-    out.push_str(
-        "## The judge's mistakes, most confident first\n\n\
-         | P(yes) | bias | cosine | label | question | finding |\n|---|---|---|---|---|---|\n",
-    );
-    for s in wrong {
-        let _ = writeln!(
-            out,
-            "| {:.2} | {:.2} | {:.2} | {} | {} | {} |",
-            s.probability,
-            s.bias,
-            s.cosine,
-            if s.pair.bears { "bears" } else { "not" },
-            s.pair.query,
-            s.pair.finding
-        );
-    }
+    let pairs: Vec<JudgedPair<'_>> = r
+        .scored
+        .iter()
+        .map(|s| JudgedPair {
+            probability: s.probability,
+            bias: s.bias,
+            cosine: s.cosine,
+            bears: s.pair.bears,
+            subject: &s.pair.query,
+            finding: &s.pair.finding,
+        })
+        .collect();
+    out.push_str(&crate::matchers::mistakes_table(
+        &pairs, "question", threshold,
+    ));
     out
 }
 

@@ -20,6 +20,7 @@ pub mod cases;
 pub mod finding_judge;
 pub mod judge;
 pub mod matchers;
+pub mod need_judge;
 pub mod persona;
 mod prompts;
 pub mod quality;

@@ -137,6 +137,14 @@ pub enum EvalCommand {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
+    /// Calibrate the report's need judge: the chat model's P(yes) that a finding matters for
+    /// the reader because of one of their needs, beside the embedding cosine, on
+    /// crates/eval/data/need_finding_pairs.jsonl. Writes DIR/table.md and DIR/records.json.
+    NeedJudge {
+        /// Where table.md and records.json go.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
     /// What the user gets, measured without a large judge: retrieval of planted needs,
     /// profile need recall and citation precision, report need uptake for no-history, history
     /// and oracle systems, report hygiene, answer coverage and cost per stage. Writes
@@ -210,6 +218,11 @@ pub enum EvalCommand {
         /// [default: Rudder's for the model, 0.19 for qwen2.5-coder-1.5b].
         #[arg(long, value_name = "S")]
         finding_judge: Option<f32>,
+        /// Reports also search the guides (crates/eval/data/guides/: neutral documents on the
+        /// subjects of some planted questions, which the Wikipedia corpus does not cover); with
+        /// no --question, the sample is the questions they cover.
+        #[arg(long)]
+        guides: bool,
     },
     /// Score Markdown reports (Rudder's or another system's) against one corpus-grounded
     /// question of crates/eval/data/grounded.jsonl by the same code: words, references (and
@@ -307,6 +320,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
         EvalCommand::Relevance { out, set, seed } => relevance(ctx, &out, set, seed),
         EvalCommand::Support { out } => support_judge(ctx, &out),
         EvalCommand::FindingJudge { out, set, seed } => finding_judge(ctx, &out, set, seed),
+        EvalCommand::NeedJudge { out } => need_judge(ctx, &out),
         EvalCommand::Quality {
             out,
             set,
@@ -328,6 +342,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
             breadth,
             support_judge,
             finding_judge,
+            guides,
         } => {
             let systems = systems
                 .split(',')
@@ -351,6 +366,7 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
                 breadth,
                 support_judge,
                 finding_judge,
+                guides,
             };
             quality(ctx, &out, set, seed, eval_dir, &options)
         }
@@ -878,6 +894,19 @@ fn finding_judge(
     let progress = CountProgress::default();
     let report = calibrate_finding_judge(llm.as_ref(), &embedder, &pairs, &progress)?;
     rudder_eval::finding_judge::write(out, &report)?;
+    println!("{}", markdown(&report));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn need_judge(ctx: &Ctx, out: &std::path::Path) -> anyhow::Result<ExitCode> {
+    use rudder_eval::need_judge::{calibrate_need_judge, markdown, shipped_pairs};
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let store = ModelStore::open(&ctx.paths)?;
+    let embedder = open_embedder(ctx, &store)?;
+    let llm = rudder::llm::open_chat(&store, &ctx.settings, ctx.model.as_deref())?;
+    let progress = CountProgress::default();
+    let report = calibrate_need_judge(llm.as_ref(), &embedder, &shipped_pairs(), &progress)?;
+    rudder_eval::need_judge::write(out, &report)?;
     println!("{}", markdown(&report));
     Ok(ExitCode::SUCCESS)
 }

@@ -279,6 +279,75 @@ pub fn confident_mistakes<T>(
     wrong
 }
 
+/// One way of scoring a judge's labelled pairs, calibrated.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScoreFigures {
+    pub name: String,
+    pub calibration: Calibration,
+    pub auc: f32,
+}
+
+/// The head and rows of a judge's calibration table: each score's threshold, AUC and figures
+/// on both halves.
+pub fn calibration_rows(scores: &[ScoreFigures]) -> String {
+    use std::fmt::Write;
+    let mut out = String::from(
+        "| score | threshold | AUC | half | precision | recall | F1 | pairs |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    for s in scores {
+        let c = &s.calibration;
+        for (half, m) in [("calibration", &c.calibration), ("held out", &c.held_out)] {
+            let _ = writeln!(
+                out,
+                "| {} | {:.3} | {:.3} | {half} | {:.2} | {:.2} | {:.2} | {} |",
+                s.name, c.threshold, s.auc, m.precision, m.recall, m.f1, m.pairs
+            );
+        }
+    }
+    out
+}
+
+/// One scored pair as [`mistakes_table`] shows it: P(yes), bias and cosine, the label, what it
+/// was judged for (a question, a need) and the finding.
+pub struct JudgedPair<'a> {
+    pub probability: f32,
+    pub bias: f32,
+    pub cosine: f32,
+    pub bears: bool,
+    pub subject: &'a str,
+    pub finding: &'a str,
+}
+
+/// The 20 pairs whose P(yes) − bias at `threshold` disagrees most confidently with their label.
+pub fn mistakes_table(pairs: &[JudgedPair<'_>], subject: &str, threshold: f32) -> String {
+    use std::fmt::Write;
+    let wrong = confident_mistakes(
+        pairs,
+        |p| p.probability - p.bias,
+        |p| p.bears,
+        threshold,
+        20,
+    );
+    let mut out = format!(
+        "## The judge's mistakes, most confident first\n\n\
+         | P(yes) | bias | cosine | label | {subject} | finding |\n|---|---|---|---|---|---|\n"
+    );
+    for p in wrong {
+        let _ = writeln!(
+            out,
+            "| {:.2} | {:.2} | {:.2} | {} | {} | {} |",
+            p.probability,
+            p.bias,
+            p.cosine,
+            if p.bears { "bears" } else { "not" },
+            p.subject,
+            p.finding
+        );
+    }
+    out
+}
+
 /// One line of what a calibration's calls cost.
 pub fn cost_line(usage: &rudder::llm::Usage, seconds: f64) -> String {
     format!(

@@ -95,6 +95,8 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
         breadth: 1,
         support_judge: None,
         finding_judge: None,
+        // The guides' default sample is u0-q0 and u1-q0: the users' first questions, as above.
+        guides: true,
     };
     let records = quality::run_quality(&ctx, &set, &options).unwrap();
     assert!(records.failures.is_empty(), "{:#?}", records.failures);
@@ -109,6 +111,7 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
         .collect();
     assert_eq!(records.sample.profile, first_questions);
     assert_eq!(records.sample.report, first_questions[..1]);
+    assert!(records.sample.guides);
     let questions: usize = set.users.iter().take(2).map(|u| u.questions.len()).sum();
     assert_eq!(records.sample.retrieval.len(), questions);
 
@@ -252,6 +255,8 @@ fn the_quality_evaluation_runs_every_stage_on_two_users() {
         "False personalisation",
         "False personalisation in profiles",
         "**Answer style:**",
+        // The reports searched the guides beside the library.
+        "the Wikipedia corpus and the guides",
         &first_questions[0],
     ] {
         assert!(table.contains(needle), "{needle:?} missing from\n{table}");

@@ -146,3 +146,42 @@ fn the_finding_judge_calibrates_with_the_real_models() {
     assert!(report.of_them_refused_by_judge <= report.kept_by_cosine_cut);
     eprintln!("{}", markdown(&report));
 }
+
+#[test]
+fn the_need_judge_calibrates_with_the_real_models() {
+    use rudder_eval::need_judge::{calibrate_need_judge, markdown, shipped_pairs};
+    let models = common::store();
+    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
+    let llm = common::small_model();
+    // Two needs of one question and two of another: the whole file on one thread is minutes.
+    let groups = ["u0-q0-n0", "u0-q0-n1", "u7-q0-n0", "u7-q0-n2"];
+    let pairs: Vec<_> = shipped_pairs()
+        .into_iter()
+        .filter(|p| groups.contains(&p.group.as_str()))
+        .collect();
+    assert!(pairs.iter().any(|p| p.bears) && pairs.iter().any(|p| !p.bears));
+    let report = calibrate_need_judge(&llm, &embedder, &pairs, &NoProgress).unwrap();
+    assert_eq!(report.pairs, pairs.len());
+    // A pass for every pair, and one per finding for the reader of whom nothing is known.
+    let findings: std::collections::BTreeSet<(&str, &str)> = pairs
+        .iter()
+        .map(|p| (p.query.as_str(), p.finding.as_str()))
+        .collect();
+    assert_eq!(
+        report.usage.calls as usize,
+        pairs.len() + findings.len(),
+        "{}",
+        markdown(&report)
+    );
+    for s in &report.scored {
+        assert!((0.0..=1.0).contains(&s.probability), "{s:?}");
+        assert!((0.0..=1.0).contains(&s.bias), "{s:?}");
+        assert!((-1.0..=1.0).contains(&s.cosine), "{s:?}");
+    }
+    assert!(report.scores.iter().all(|s| (0.0..=1.0).contains(&s.auc)));
+    // The cosine match alone finds few of the findings that bear on a need: the judge's
+    // reason to be.
+    let bearing = report.scored.iter().filter(|s| s.pair.bears).count();
+    assert!(report.found_by_cosine < bearing, "{}", markdown(&report));
+    eprintln!("{}", markdown(&report));
+}

@@ -147,6 +147,10 @@ pub struct ReportInput<'a> {
     /// The lowest score the chat model must give that a finding helps answer the question
     /// ([`crate::checks::judge::judge_findings`]); None: the embedding cuts alone.
     pub finding_judge: Option<f32>,
+    /// The lowest score the chat model must give that a finding matters for the reader because
+    /// of one of their needs ([`crate::checks::judge::judge_need_findings`]) for the finding to
+    /// answer that need when the embeddings do not match them; None: the embeddings alone.
+    pub need_judge: Option<f32>,
     /// How the reader wants answers ([`answer_style`]).
     pub style: &'a AnswerStyle,
 }
@@ -222,7 +226,10 @@ pub fn write(
     let judge = |findings: &[&str]| -> Vec<Option<f32>> {
         judged_findings(llm, input.query, findings, &judge_calls)
     };
-    let outline = outline::outline(input, embedder, &judge)?;
+    let need_judge = |needs: &[&str], findings: &[&str]| -> Vec<Vec<Option<f32>>> {
+        judged_need_findings(llm, input.query, needs, findings, &judge_calls)
+    };
+    let outline = outline::outline(input, embedder, &judge, &need_judge)?;
     // A question in another language than English gets its report written and checked in
     // the sources' words, then translated ([`language`]).
     let asked = if input.asked.is_empty() {
@@ -589,6 +596,30 @@ fn judged_findings(
         Err(e) => {
             tracing::warn!("the finding judge could not answer ({e}); findings are kept by the embedding cuts alone");
             vec![None; findings.len()]
+        }
+    }
+}
+
+fn judged_need_findings(
+    llm: &dyn Llm,
+    query: &str,
+    needs: &[&str],
+    findings: &[&str],
+    calls: &std::sync::Mutex<Vec<Completion>>,
+) -> Vec<Vec<Option<f32>>> {
+    match crate::checks::judge::judge_need_findings(llm, query, needs, findings) {
+        Ok((judged, completions)) => {
+            if let Ok(mut calls) = calls.lock() {
+                calls.extend(completions);
+            }
+            judged
+                .iter()
+                .map(|of_need| of_need.iter().map(|j| Some(j.score())).collect())
+                .collect()
+        }
+        Err(e) => {
+            tracing::warn!("the need judge could not answer ({e}); needs are matched to findings by the embeddings alone");
+            vec![vec![None; findings.len()]; needs.len()]
         }
     }
 }

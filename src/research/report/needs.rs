@@ -388,6 +388,9 @@ pub(super) fn for_need(label: &str, fact: &Fact) -> String {
             .map(|c| c.to_lowercase().collect::<String>() + chars.as_str())
             .unwrap_or_default();
         format!("Since {label}, {lowered}")
+    } else if label.starts_with("you ") {
+        // "On you have knee pain: …" is not English; a finding that opens on a name stays whole.
+        format!("Since {label}: {text}")
     } else {
         format!("On {label}: {text}")
     }
@@ -462,6 +465,13 @@ mod tests {
                 &fact("The gel sole cuts the load by 20%.")
             ),
             "Since you have a knee injury, the gel sole cuts the load by 20%."
+        );
+        assert_eq!(
+            for_need(
+                "you have knee pain",
+                &fact("Brooks makes many road shoes in wide fittings.")
+            ),
+            "Since you have knee pain: Brooks makes many road shoes in wide fittings."
         );
         assert_eq!(
             uncovered_sentence(&["a budget".into(), "safety".into()]),

@@ -83,6 +83,10 @@ pub const DUPLICATE_COSINE: f32 = 0.85;
 /// rather than claim a finding answers a need it does not.
 pub const NEED_MATCH_COSINE: f32 = 0.6;
 
+/// Scores, for each need (`[need][finding]`), whether each finding matters for the reader
+/// because of it; None for a pair it could not score.
+pub(super) type NeedJudge<'a> = dyn Fn(&[&str], &[&str]) -> Vec<Vec<Option<f32>>> + 'a;
+
 /// A section before it is written.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct PlannedSection {
@@ -144,10 +148,13 @@ pub(super) fn tidy_sentence(text: &str) -> String {
 ///
 /// `judge` scores findings by whether they help answer the question (the finding judge, used
 /// when [`ReportInput::finding_judge`] is set; None for a finding it could not score).
+/// `need_judge` scores, for each need (`[need][finding]`), whether each finding matters for the
+/// reader because of it (the need judge, used when [`ReportInput::need_judge`] is set).
 pub(super) fn outline(
     input: &ReportInput<'_>,
     embedder: &dyn Embedder,
     judge: &dyn Fn(&[&str]) -> Vec<Option<f32>>,
+    need_judge: &NeedJudge<'_>,
 ) -> Result<Outline, EmbedError> {
     let tree = input.tree;
     // (direction, question, learnings in tree order). The root's own learnings come first;
@@ -454,6 +461,37 @@ pub(super) fn outline(
     let need_vectors = &vectors[need_start..(need_start + labels.len()).min(vectors.len())];
     let reader_needs = input.needs.len().min(need_vectors.len());
     let mut answers: Vec<Vec<(f32, usize)>> = vec![Vec::new(); labels.len()];
+    // The need judge reads what the embeddings miss: "Physiotherapists often suggest a
+    // well-cushioned shoe for runners returning from patellofemoral pain" is 0.49 to "you have
+    // knee pain", below the cosine match, and answers it.
+    let judged_needs: BTreeMap<usize, Vec<Option<f32>>> = match input.need_judge {
+        Some(_) if reader_needs > 0 => {
+            let ls: Vec<usize> = sections.iter().flat_map(|s| s.2.iter().copied()).collect();
+            let texts: Vec<&str> = ls
+                .iter()
+                .map(|l| {
+                    let i = candidates.iter().position(|c| c == l).unwrap_or(0);
+                    tidy[i].as_str()
+                })
+                .collect();
+            let needs: Vec<&str> = labels[..reader_needs].iter().map(String::as_str).collect();
+            let scores = if texts.is_empty() {
+                Vec::new()
+            } else {
+                need_judge(&needs, &texts)
+            };
+            ls.iter()
+                .enumerate()
+                .map(|(k, &l)| {
+                    let of_finding = (0..reader_needs)
+                        .map(|n| scores.get(n).and_then(|s| s.get(k).copied().flatten()))
+                        .collect();
+                    (l, of_finding)
+                })
+                .collect()
+        }
+        _ => BTreeMap::new(),
+    };
     for s in &sections {
         for &l in &s.2 {
             let best = need_vectors[..reader_needs]
@@ -461,10 +499,32 @@ pub(super) fn outline(
                 .enumerate()
                 .map(|(n, v)| (n, cosine(vector(l), v)))
                 .max_by(|a, b| a.1.total_cmp(&b.1));
-            if let Some((n, score)) = best {
-                if score >= NEED_MATCH_COSINE {
+            // Close by the embeddings first (ranked above any the judge gives), else the need
+            // whose judge score plus cosine is highest, at or above the judge's threshold.
+            let judged = input.need_judge.and_then(|threshold| {
+                judged_needs
+                    .get(&l)?
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(n, score)| {
+                        score.map(|s| (n, s + cosine(vector(l), &need_vectors[n])))
+                    })
+                    .filter(|&(_, s)| s >= threshold)
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+            });
+            match (best, judged) {
+                (Some((n, score)), _) if score >= NEED_MATCH_COSINE => {
+                    answers[n].push((1.0 + score, l));
+                }
+                (_, Some((n, score))) => {
+                    tracing::debug!(
+                        need = %labels[n],
+                        score,
+                        "report: the need judge finds a finding answers a need"
+                    );
                     answers[n].push((score, l));
                 }
+                _ => {}
             }
             // A topic asked for is answered by any finding close enough, which stays put.
             for (a, v) in need_vectors.iter().enumerate().skip(reader_needs) {

@@ -188,6 +188,7 @@ fn tea_input<'a>(f: &'a Fixture, persona: &'a Persona) -> ReportInput<'a> {
         current_date: "2025-05-01",
         support_judge: None,
         finding_judge: None,
+        need_judge: None,
         style: &PLAIN,
     }
 }
@@ -195,7 +196,10 @@ fn tea_input<'a>(f: &'a Fixture, persona: &'a Persona) -> ReportInput<'a> {
 /// The writer's plan for a fixture, before anything is written.
 fn plan_of(f: &Fixture) -> outline::Outline {
     let persona = Persona::default();
-    outline::outline(&tea_input(f, &persona), &Words, &|_| Vec::new()).unwrap()
+    outline::outline(&tea_input(f, &persona), &Words, &|_| Vec::new(), &|_, _| {
+        Vec::new()
+    })
+    .unwrap()
 }
 
 /// Every sentence and heading of a report, with what the quality evaluation checks.
@@ -1112,6 +1116,62 @@ fn a_long_heading_that_names_the_topic_is_kept() {
     let (report, _) = write_with(&llm, &f, &[]);
     assert!(
         report.sections.iter().any(|s| s.heading == LONG),
+        "{}",
+        report.markdown
+    );
+}
+
+#[test]
+fn a_finding_the_need_judge_finds_answers_a_need_goes_to_it_though_the_embeddings_miss() {
+    const NEED_JUDGE: &str = "What you know about the reader:";
+    let f = fixture(&[
+        ("How is green tea brewed?", GREEN),
+        ("What about black tea?", BLACK),
+    ]);
+    // The need shares no word with any finding: the embeddings cannot match them.
+    let needs = vec!["you have a caffeine sensitivity".to_string()];
+    let llm = Script::new(|prompt| {
+        if prompt.contains(NEED_JUDGE) {
+            let knows = prompt.contains("caffeine sensitivity");
+            let p = match (knows, prompt.ends_with("for two minutes.")) {
+                (true, true) => 0.9,
+                _ => 0.3,
+            };
+            format!(r#"{{"probabilities":[{p},{}]}}"#, 1.0 - p)
+        } else {
+            faithful(prompt)
+        }
+    });
+    let persona = Persona::default();
+    let write_needs = |need_judge: Option<f32>| {
+        let input = ReportInput {
+            needs: &needs,
+            need_judge,
+            ..tea_input(&f, &persona)
+        };
+        write(&llm, &Words, &input, &mut |_, _| {}).unwrap().0
+    };
+    let report = write_needs(Some(0.2));
+    assert_clean(&report);
+    let section = report.sections.last().unwrap();
+    assert_eq!(section.heading, NEEDS_HEADING, "{}", report.markdown);
+    assert!(
+        section.paragraphs[0].text.contains("70 to 80 degrees"),
+        "{}",
+        report.markdown
+    );
+    assert!(!section.paragraphs[0].citations.is_empty());
+    assert!(
+        !report.markdown.contains("do not cover"),
+        "{}",
+        report.markdown
+    );
+    // Without the judge the need is named as not covered.
+    let report = write_needs(None);
+    assert!(
+        report
+            .markdown
+            .contains("The sources found do not cover: you have a caffeine sensitivity."),
         "{}",
         report.markdown
     );

@@ -34,6 +34,7 @@ impl Run<'_, '_> {
             current_date: &self.s.date,
             support_judge: self.support_judge(),
             finding_judge: self.finding_judge(),
+            need_judge: self.need_judge(),
             style: &style,
         };
         let mut sections = Vec::new();
@@ -143,6 +144,11 @@ impl Run<'_, '_> {
     /// The finding judge's threshold for this run's chat model (None: off), chosen the same way.
     fn finding_judge(&self) -> Option<f32> {
         self.judge_threshold(self.r.settings.finding_judge, judge::finding_threshold_for)
+    }
+
+    /// The need judge's threshold for this run's chat model (None: off).
+    fn need_judge(&self) -> Option<f32> {
+        self.judge_threshold(None, judge::need_threshold_for)
     }
 
     /// A judge's threshold: the setting, else the one calibrated for the chat model; 0 is off.

@@ -28,6 +28,7 @@
 
 pub mod findings;
 pub mod grounded;
+pub mod guides;
 pub mod hygiene;
 pub mod table;
 pub mod tone;
@@ -140,6 +141,10 @@ pub struct QualityOptions {
     /// The report's finding judge threshold (None: Rudder's default; 0: the embedding cuts
     /// alone).
     pub finding_judge: Option<f32>,
+    /// Reports also search [`guides`]: neutral documents on the subjects of some planted
+    /// questions, which the Wikipedia corpus does not cover.
+    #[serde(default)]
+    pub guides: bool,
 }
 
 impl Default for QualityOptions {
@@ -165,6 +170,7 @@ impl Default for QualityOptions {
             breadth: 1,
             support_judge: None,
             finding_judge: None,
+            guides: false,
         }
     }
 }
@@ -339,6 +345,9 @@ pub struct Sample {
     pub researchy: Vec<String>,
     #[serde(default)]
     pub grounded: Vec<String>,
+    /// Whether the reports also searched [`guides`].
+    #[serde(default)]
+    pub guides: bool,
 }
 
 /// Everything one run measured (`records.json`).
@@ -471,11 +480,17 @@ pub fn run_quality(
             return Err(EvalError::Config(format!("the set has no user {id:?}")));
         }
     }
+    // With the guides and no question named, the sample is the questions they cover.
+    let questions: Vec<String> = if options.guides && options.questions.is_empty() {
+        guides::questions().into_iter().map(String::from).collect()
+    } else {
+        options.questions.clone()
+    };
     let ordered: Vec<_> = round_robin(&users)
         .into_iter()
-        .filter(|(_, q)| options.questions.is_empty() || options.questions.contains(&q.id))
+        .filter(|(_, q)| questions.is_empty() || questions.contains(&q.id))
         .collect();
-    for id in &options.questions {
+    for id in &questions {
         if !ordered.iter().any(|(_, q)| &q.id == id) {
             return Err(EvalError::Config(format!(
                 "no question {id:?} among the users of the sample"
@@ -498,6 +513,10 @@ pub fn run_quality(
     };
     let needs = NeedMatcher::new(ctx.embedder, calibration.need.threshold);
     let support = SupportMatcher::new(ctx.embedder, calibration.support.threshold);
+    if options.guides {
+        ctx.progress.note("indexing the guides");
+        guides::index(&ctx.work_dir, ctx.embedder, &ctx.embed_model, ctx.progress)?;
+    }
 
     let mut records = QualityRecords {
         model: ctx.llm.model_name().to_string(),
@@ -512,6 +531,7 @@ pub fn run_quality(
             report: report_sample.iter().map(|(_, q)| q.id.clone()).collect(),
             researchy: Vec::new(),
             grounded: Vec::new(),
+            guides: options.guides,
         },
         calibration,
         retrieval: None,
@@ -982,6 +1002,11 @@ fn research(
     let mut sources = Sources::new();
     if ctx.docs_dir.exists() {
         let docs = DocsSource::open(&ctx.docs_dir).map_err(|e| run_error(item, system, e))?;
+        sources.push(Box::new(docs));
+    }
+    if options.guides {
+        let dir = guides::library_dir(&ctx.work_dir);
+        let docs = DocsSource::open(&dir).map_err(|e| run_error(item, system, e))?;
         sources.push(Box::new(docs));
     }
     if let Some(history) = history {

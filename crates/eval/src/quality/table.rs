@@ -270,13 +270,18 @@ pub fn markdown(r: &QualityRecords) -> String {
     let s = &r.sample;
     let _ = writeln!(
         out,
-        "\n## Sample\n\n- users: {}\n- retrieval: {} questions\n- profile: {}\n- report: {}\n- answer coverage: {}\n- corpus-grounded answer coverage: {}\n- total: {:.0} s",
+        "\n## Sample\n\n- users: {}\n- retrieval: {} questions\n- profile: {}\n- report: {}\n- answer coverage: {}\n- corpus-grounded answer coverage: {}\n- documents: {}\n- total: {:.0} s",
         s.users.join(", "),
         s.retrieval.len(),
         list(&s.profile),
         list(&s.report),
         list(&s.researchy),
         list(&s.grounded),
+        if s.guides {
+            "the Wikipedia corpus and the guides (`crates/eval/data/guides/`)"
+        } else {
+            "the Wikipedia corpus"
+        },
         r.seconds
     );
     if !r.failures.is_empty() {
