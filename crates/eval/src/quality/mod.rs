@@ -480,9 +480,22 @@ pub fn run_quality(
             return Err(EvalError::Config(format!("the set has no user {id:?}")));
         }
     }
-    // With the guides and no question named, the sample is the questions they cover.
+    // With the guides and no question named, the sample is the questions they cover, of the
+    // users chosen.
     let questions: Vec<String> = if options.guides && options.questions.is_empty() {
-        guides::questions().into_iter().map(String::from).collect()
+        let guided: Vec<String> = guides::questions()
+            .into_iter()
+            .filter(|q| users.iter().any(|u| u.questions.iter().any(|p| p.id == *q)))
+            .map(String::from)
+            .collect();
+        if guided.is_empty() {
+            return Err(EvalError::Config(format!(
+                "no user among {:?} asks a question the guides cover ({:?})",
+                options.users,
+                guides::questions()
+            )));
+        }
+        guided
     } else {
         options.questions.clone()
     };
