@@ -124,16 +124,9 @@ pub fn calibrate_finding_judge(
     progress: &dyn rudder::history::Progress,
 ) -> Result<FindingJudgeReport, EvalError> {
     let started = std::time::Instant::now();
-    let mut queries: Vec<&str> = Vec::new();
-    for p in pairs {
-        if !queries.contains(&p.query.as_str()) {
-            queries.push(&p.query);
-        }
-    }
-    let run_error = |query: &str, message: String| EvalError::Run {
-        case: query.to_string(),
-        system: "finding judge".into(),
-        message,
+    let queries = crate::matchers::distinct_in_order(pairs.iter().map(|p| p.query.as_str()));
+    let run_error = |query: &str, message: String| {
+        crate::matchers::judge_error("finding judge", query, message)
     };
     let mut usage = Usage::default();
     let mut scored = Vec::with_capacity(pairs.len());

@@ -348,6 +348,27 @@ pub fn mistakes_table(pairs: &[JudgedPair<'_>], subject: &str, threshold: f32) -
     out
 }
 
+/// The distinct `items`, in the order they first appear (a judge's questions, needs or
+/// findings, so the calls that share a prefix run together).
+pub fn distinct_in_order<'a>(items: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+/// A judge's calibration call that failed for `query`.
+pub fn judge_error(judge: &str, query: &str, message: String) -> EvalError {
+    EvalError::Run {
+        case: query.to_string(),
+        system: judge.to_string(),
+        message,
+    }
+}
+
 /// One line of what a calibration's calls cost.
 pub fn cost_line(usage: &rudder::llm::Usage, seconds: f64) -> String {
     format!(

@@ -82,31 +82,16 @@ pub fn calibrate_need_judge(
     progress: &dyn rudder::history::Progress,
 ) -> Result<NeedJudgeReport, EvalError> {
     let started = std::time::Instant::now();
-    let mut queries: Vec<&str> = Vec::new();
-    for p in pairs {
-        if !queries.contains(&p.query.as_str()) {
-            queries.push(&p.query);
-        }
-    }
-    let run_error = |query: &str, message: String| EvalError::Run {
-        case: query.to_string(),
-        system: "need judge".into(),
-        message,
-    };
+    let queries = crate::matchers::distinct_in_order(pairs.iter().map(|p| p.query.as_str()));
+    let run_error =
+        |query: &str, message: String| crate::matchers::judge_error("need judge", query, message);
     let mut usage = Usage::default();
     let mut scored = Vec::with_capacity(pairs.len());
     for (i, query) in queries.iter().enumerate() {
         let of_query: Vec<&NeedFindingPair> = pairs.iter().filter(|p| p.query == *query).collect();
-        let mut needs: Vec<&str> = Vec::new();
-        let mut findings: Vec<&str> = Vec::new();
-        for p in &of_query {
-            if !needs.contains(&p.need.as_str()) {
-                needs.push(&p.need);
-            }
-            if !findings.contains(&p.finding.as_str()) {
-                findings.push(&p.finding);
-            }
-        }
+        let needs = crate::matchers::distinct_in_order(of_query.iter().map(|p| p.need.as_str()));
+        let findings =
+            crate::matchers::distinct_in_order(of_query.iter().map(|p| p.finding.as_str()));
         let (judged, completions) =
             rudder::checks::judge::judge_need_findings(llm, query, &needs, &findings)
                 .map_err(|e| run_error(query, e.to_string()))?;
