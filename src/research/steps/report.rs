@@ -121,6 +121,14 @@ impl Run<'_, '_> {
             .zip(judged)
             .filter(|(need, judged)| {
                 let bears = judged.passes(relevance::RELEVANCE_THRESHOLD);
+                tracing::debug!(
+                    need = %need.text,
+                    probability = judged.probability,
+                    bias = judged.bias,
+                    facet_similarity = judged.facet_similarity.unwrap_or(0.0),
+                    bears,
+                    "report: a statement judged for this question"
+                );
                 if !bears {
                     tracing::info!(
                         need = %need.text,

@@ -21,7 +21,11 @@ use rudder::sources::docs::Library;
 pub const GUIDES: &[(&str, &str)] = &[
     ("u0-q0", include_str!("../../data/guides/u0-q0.md")),
     ("u1-q0", include_str!("../../data/guides/u1-q0.md")),
+    ("u2-q0", include_str!("../../data/guides/u2-q0.md")),
+    ("u3-q0", include_str!("../../data/guides/u3-q0.md")),
+    ("u4-q0", include_str!("../../data/guides/u4-q0.md")),
     ("u5-q0", include_str!("../../data/guides/u5-q0.md")),
+    ("u6-q0", include_str!("../../data/guides/u6-q0.md")),
     ("u7-q0", include_str!("../../data/guides/u7-q0.md")),
 ];
 
