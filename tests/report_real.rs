@@ -129,6 +129,7 @@ fn tea_input<'a>(
         persona,
         profile: "",
         needs: &[],
+        unanticipated_needs: &[],
         aspects: &[],
         tree,
         learnings,
@@ -154,6 +155,7 @@ fn a_small_model_writes_a_report_with_no_debris_and_no_repeats() {
     ];
     let input = ReportInput {
         needs: &needs,
+        unanticipated_needs: &[],
         // As a run with SmolLM2 writes it: the judge is off for this model
         // (`judge::threshold_for`). Its P(yes) is low for nearly every pair: at qwen's 0.615,
         // or even at its own best threshold 0.18, it refuses every sentence, the learnings'

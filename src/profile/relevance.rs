@@ -55,6 +55,15 @@ pub struct Question<'a> {
 /// alone AUC 0.81 and F1 0.69.
 pub const RELEVANCE_WITH_FACETS_THRESHOLD: f32 = 0.37;
 
+/// The closest cosine to the question's facet lines at which a statement is one the question
+/// anticipates ([`Judged::anticipated`]): a report names such a need as uncovered when no
+/// finding answers it, and leaves any other unsaid. Read off the history reports of `rudder eval
+/// quality --guides` (qwen2.5-coder-1.5b, all-MiniLM-L6-v2): the kept statements no finding
+/// answered that belong to another subject ("you have a Roth IRA" for a bakery's energy costs,
+/// chess openings for a technical interview) lay at 0.17–0.41, the planted needs among them
+/// (a deck oven, a toddler on a plane) at 0.45 and above; see the README.
+pub const ANTICIPATED_FACET_SIMILARITY: f32 = 0.45;
+
 /// The prompt for one statement: the question first (shared), the statement last.
 pub fn relevance_messages(query: &str, statement: &str) -> Result<Vec<Message>, ProfileError> {
     let prompt = crate::prompts::render(
@@ -91,6 +100,13 @@ impl Judged {
     /// there is one.
     pub fn score(&self) -> f32 {
         self.probability - self.bias + self.facet_similarity.unwrap_or(0.0)
+    }
+
+    /// Whether the question anticipates the statement: its facet similarity reaches
+    /// [`ANTICIPATED_FACET_SIMILARITY`], or there are no facet lines to tell.
+    pub fn anticipated(&self) -> bool {
+        self.facet_similarity
+            .is_none_or(|s| s >= ANTICIPATED_FACET_SIMILARITY)
     }
 
     /// Whether the statement is kept at `threshold`, a threshold for the judge alone (as
@@ -230,6 +246,20 @@ mod tests {
         )
         .unwrap();
         assert_eq!(unchanged[0], judged_alone);
+    }
+
+    #[test]
+    fn a_statement_is_anticipated_when_a_facet_line_is_close_or_none_was_given() {
+        let with = |facet_similarity| Judged {
+            probability: 0.6,
+            bias: 0.2,
+            facet_similarity,
+        };
+        assert!(with(None).anticipated());
+        assert!(with(Some(ANTICIPATED_FACET_SIMILARITY)).anticipated());
+        // "Has a Roth IRA" for a bakery's energy costs: kept by the judge, 0.17 to the facets.
+        assert!(with(Some(0.17)).passes(RELEVANCE_THRESHOLD));
+        assert!(!with(Some(0.17)).anticipated());
     }
 
     #[test]

@@ -134,6 +134,12 @@ pub struct ReportInput<'a> {
     /// What the reader needs (see [`needs_from`]): *What this means for you* answers each
     /// with the findings that meet it.
     pub needs: &'a [String],
+    /// Of [`Self::needs`], those the question's facet lines do not anticipate: the relevance
+    /// judge kept them on its own score. A finding that meets one answers it, but one no
+    /// finding answers is left unsaid, not named as uncovered: the 1.5B judge keeps "you have
+    /// a Roth IRA" for a bakery's energy costs, and a report that tells its reader the sources
+    /// do not cover their Roth IRA shows it did not understand them.
+    pub unanticipated_needs: &'a [String],
     /// Topics the user asked the report to cover (the checklist they gave): the findings on
     /// them stay in the body, and *What this means for you* names those no finding answers.
     pub aspects: &'a [String],
@@ -361,7 +367,14 @@ pub fn write(
     let mut uncovered = Vec::new();
     for need in &outline.needs {
         if need.learnings.is_empty() {
-            uncovered.push(need.label.clone());
+            if need.named_when_uncovered {
+                uncovered.push(need.label.clone());
+            } else {
+                tracing::info!(
+                    need = %need.label,
+                    "report: a need no finding answers and the question does not anticipate is not named"
+                );
+            }
             continue;
         }
         if need.aspect {

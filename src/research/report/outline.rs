@@ -107,6 +107,9 @@ pub(super) struct PlannedNeed {
     /// A topic the user asked the report to cover ([`ReportInput::aspects`]), not a fact
     /// about them: its learnings stay in the body, and only an uncovered one is named.
     pub aspect: bool,
+    /// Whether the report names it when no finding answers it: a topic the user asked for, or
+    /// a need the question anticipates (not one of [`ReportInput::unanticipated_needs`]).
+    pub named_when_uncovered: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -547,10 +550,12 @@ pub(super) fn outline(
         if !aspect {
             given.extend(&learnings);
         }
+        let named_when_uncovered = aspect || !input.unanticipated_needs.contains(&input.needs[n]);
         needs.push(PlannedNeed {
             label,
             learnings,
             aspect,
+            named_when_uncovered,
         });
     }
     for s in &mut sections {

@@ -157,6 +157,7 @@ fn write_full(
     let input = ReportInput {
         asked,
         needs,
+        unanticipated_needs: &[],
         aspects,
         support_judge,
         style,
@@ -181,6 +182,7 @@ fn tea_input<'a>(f: &'a Fixture, persona: &'a Persona) -> ReportInput<'a> {
         persona,
         profile: "",
         needs: &[],
+        unanticipated_needs: &[],
         aspects: &[],
         tree: &f.tree,
         learnings: &f.learnings,
@@ -602,6 +604,42 @@ fn needs_get_their_findings_or_one_plain_sentence() {
     );
     assert!(last.citations.is_empty());
     assert!(report.markdown.contains("## What this means for you"));
+}
+
+#[test]
+fn a_need_the_question_does_not_anticipate_is_answered_but_never_named_as_uncovered() {
+    // The Assam need and flying cars are needs the question's facet lines do not anticipate:
+    // the Assam finding still answers the first; the second is left unsaid, not printed back
+    // to the reader as something the sources lack.
+    let (f, needs) = tea_and_three_asks();
+    let unanticipated = [needs[0].clone(), needs[1].clone()];
+    let llm = Script::new(faithful);
+    let persona = Persona::default();
+    let input = ReportInput {
+        needs: &needs,
+        unanticipated_needs: &unanticipated,
+        ..tea_input(&f, &persona)
+    };
+    let (report, _) = write(&llm, &Words, &input, &mut |_, _| {}).unwrap();
+    assert_clean(&report);
+    let section = report.sections.last().unwrap();
+    assert_eq!(section.heading, NEEDS_HEADING);
+    assert!(
+        section.paragraphs[0].text.contains("Assam"),
+        "{}",
+        report.markdown
+    );
+    assert_eq!(
+        section.paragraphs.last().unwrap().text,
+        "The sources found do not cover: electric bicycles.",
+        "{}",
+        report.markdown
+    );
+    assert!(
+        !report.markdown.contains("flying cars"),
+        "{}",
+        report.markdown
+    );
 }
 
 #[test]
@@ -1146,6 +1184,7 @@ fn a_finding_the_need_judge_finds_answers_a_need_goes_to_it_though_the_embedding
     let write_needs = |need_judge: Option<f32>| {
         let input = ReportInput {
             needs: &needs,
+            unanticipated_needs: &[],
             need_judge,
             ..tea_input(&f, &persona)
         };

@@ -14,7 +14,11 @@ impl Run<'_, '_> {
     /// persona checklist at the end.
     pub(in crate::research) fn write_report(&mut self) -> Result<(), ResearchError> {
         let tree = self.reported_tree();
-        let (needs, aspects) = self.readers_needs()?;
+        let ReadersNeeds {
+            needs,
+            unanticipated,
+            aspects,
+        } = self.readers_needs()?;
         // How the reader wants answers: what the profile states of it and what they said.
         let told = crate::checks::text::split_sentences(&self.s.persona_text);
         let style = report::answer_style(&self.s.profile, &told);
@@ -27,6 +31,7 @@ impl Run<'_, '_> {
             persona: &self.s.persona,
             profile: &self.s.profile,
             needs: &needs,
+            unanticipated_needs: &unanticipated,
             aspects: &aspects,
             tree: &tree,
             learnings: &self.s.learnings,
@@ -76,19 +81,27 @@ impl Run<'_, '_> {
     /// named a false "not covered" in a report whose body was about exactly that; one guessed
     /// from a profile puts words in the user's mouth ("shoes that suit your cooking habits");
     /// and the answers themselves are not topics ("For myself" answers who the tea is for).
-    fn readers_needs(&mut self) -> Result<(Vec<String>, Vec<String>), ResearchError> {
+    ///
+    /// A profile's need the question's facet lines do not anticipate (closest cosine below
+    /// [`relevance::ANTICIPATED_FACET_SIMILARITY`]) is answered when a finding meets it, and
+    /// otherwise left unsaid ([`report::ReportInput::unanticipated_needs`]); what the user
+    /// wrote about themselves for this question is always named.
+    fn readers_needs(&mut self) -> Result<ReadersNeeds, ResearchError> {
         let aspects: Vec<String> = self.brief.checklist.clone().unwrap_or_default();
         let knows_the_reader = !self.s.profile.trim().is_empty()
             || !self.s.persona_text.trim().is_empty()
             || !aspects.is_empty();
         if !knows_the_reader {
-            return Ok((Vec::new(), Vec::new()));
+            return Ok(ReadersNeeds::default());
         }
         let told = crate::checks::text::split_sentences(&self.s.persona_text);
         let needs = report::needs_from(&self.s.profile, &told);
         let statements: Vec<&str> = needs.iter().map(|n| n.statement.as_str()).collect();
         if statements.is_empty() {
-            return Ok((Vec::new(), aspects));
+            return Ok(ReadersNeeds {
+                aspects,
+                ..ReadersNeeds::default()
+            });
         }
         let started = std::time::Instant::now();
         let from_profile = |e: ProfileError| match e {
@@ -116,7 +129,7 @@ impl Run<'_, '_> {
             usage,
             seconds: started.elapsed().as_secs_f64(),
         });
-        let needs = needs
+        let kept: Vec<(report::Need, relevance::Judged)> = needs
             .into_iter()
             .zip(judged)
             .filter(|(need, judged)| {
@@ -138,9 +151,20 @@ impl Run<'_, '_> {
                 }
                 bears
             })
-            .map(|(need, _)| need.text)
             .collect();
-        Ok((needs, aspects))
+        // What the user wrote about themselves for this question is theirs to be told about.
+        let unanticipated = kept
+            .iter()
+            .filter(|(need, judged)| {
+                !judged.anticipated() && !told.iter().any(|t| t.trim() == need.statement)
+            })
+            .map(|(need, _)| need.text.clone())
+            .collect();
+        Ok(ReadersNeeds {
+            needs: kept.into_iter().map(|(need, _)| need.text).collect(),
+            unanticipated,
+            aspects,
+        })
     }
 
     /// The support judge's threshold for this run's chat model (None: off): the setting, else
@@ -178,4 +202,15 @@ impl Run<'_, '_> {
         }
         tree
     }
+}
+
+/// What *What this means for you* speaks to ([`Run::readers_needs`]).
+#[derive(Debug, Default)]
+struct ReadersNeeds {
+    /// Facts about the reader that bear on the question.
+    needs: Vec<String>,
+    /// Of them, those the question's facet lines do not anticipate: never named as uncovered.
+    unanticipated: Vec<String>,
+    /// The topics the user asked the report to cover.
+    aspects: Vec<String>,
 }
