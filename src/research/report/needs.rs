@@ -22,6 +22,9 @@ pub struct Need {
     pub text: String,
     /// The statement it comes from, as the profile or the user has it ("Has a knee injury").
     pub statement: String,
+    /// In the user's own words: a profile line they said ("They said: …") or a sentence they
+    /// wrote for this question, not a phrase inferred from their history.
+    pub own_words: bool,
 }
 
 /// The needs of a profile (the `- statement` lines under its *Emphasize* criterion, as
@@ -36,7 +39,7 @@ pub fn needs_from(profile: &str, told: &[String]) -> Vec<Need> {
             let said = item.strip_prefix(crate::profile::query_profile::SAID_PREFIX);
             let statement = said.unwrap_or(item).trim();
             if taking && !is_field(statement) {
-                statements.push((to_reader(statement), statement.to_string()));
+                statements.push((to_reader(statement), statement.to_string(), said.is_some()));
             }
         } else if !line.is_empty() {
             // A criterion header ("Emphasize:") or another line ("Domain: work — …").
@@ -47,11 +50,11 @@ pub fn needs_from(profile: &str, told: &[String]) -> Vec<Need> {
     statements.extend(
         told.iter()
             .filter(|t| !is_field(t))
-            .map(|t| (to_reader(t.trim()), t.trim().to_string())),
+            .map(|t| (to_reader(t.trim()), t.trim().to_string(), true)),
     );
     let mut out: Vec<Need> = Vec::new();
     let mut seen: Vec<BTreeSet<String>> = Vec::new();
-    for (need, statement) in statements {
+    for (need, statement, own_words) in statements {
         let need = need
             .trim()
             .trim_end_matches(['.', ';', ','])
@@ -72,6 +75,7 @@ pub fn needs_from(profile: &str, told: &[String]) -> Vec<Need> {
             out.push(Need {
                 text: need,
                 statement,
+                own_words,
             });
         }
         if out.len() == MAX_NEEDS {
@@ -529,11 +533,13 @@ mod tests {
             vec![
                 Need {
                     text: "you have a knee injury".into(),
-                    statement: "Has a knee injury".into()
+                    statement: "Has a knee injury".into(),
+                    own_words: false,
                 },
                 Need {
                     text: "I cook most evenings".into(),
-                    statement: "I cook most evenings.".into()
+                    statement: "I cook most evenings.".into(),
+                    own_words: true,
                 }
             ]
         );

@@ -84,8 +84,8 @@ impl Run<'_, '_> {
     ///
     /// A profile's need the question's facet lines do not anticipate (closest cosine below
     /// [`relevance::ANTICIPATED_FACET_SIMILARITY`]) is answered when a finding meets it, and
-    /// otherwise left unsaid ([`report::ReportInput::unanticipated_needs`]); what the user
-    /// wrote about themselves for this question is always named.
+    /// otherwise left unsaid ([`report::ReportInput::unanticipated_needs`]); a need in the
+    /// user's own words (a line they said, a sentence they wrote) is always named.
     fn readers_needs(&mut self) -> Result<ReadersNeeds, ResearchError> {
         let aspects: Vec<String> = self.brief.checklist.clone().unwrap_or_default();
         let knows_the_reader = !self.s.profile.trim().is_empty()
@@ -152,12 +152,10 @@ impl Run<'_, '_> {
                 bears
             })
             .collect();
-        // What the user wrote about themselves for this question is theirs to be told about.
+        // What the user said in their own words is theirs to be told about.
         let unanticipated = kept
             .iter()
-            .filter(|(need, judged)| {
-                !judged.anticipated() && !told.iter().any(|t| t.trim() == need.statement)
-            })
+            .filter(|(need, judged)| !judged.anticipated() && !need.own_words)
             .map(|(need, _)| need.text.clone())
             .collect();
         Ok(ReadersNeeds {
