@@ -576,20 +576,26 @@ fn tea_and_three_asks() -> (Fixture, Vec<String>) {
     (f, asks.map(String::from).to_vec())
 }
 
-#[test]
-fn needs_get_their_findings_or_one_plain_sentence() {
-    let (f, needs) = tea_and_three_asks();
-    let llm = Script::new(faithful);
-    let (report, _) = write_with(&llm, &f, &needs);
-    assert_clean(&report);
+/// The clean report's needs section, whose first paragraph answers the Assam need.
+fn needs_section_answering_assam(report: &Report) -> &Section {
+    assert_clean(report);
     let section = report.sections.last().unwrap();
     assert_eq!(section.heading, NEEDS_HEADING);
-    // The Assam learning answers the first need, here and nowhere else.
     assert!(
         section.paragraphs[0].text.contains("Assam"),
         "{}",
         report.markdown
     );
+    section
+}
+
+#[test]
+fn needs_get_their_findings_or_one_plain_sentence() {
+    let (f, needs) = tea_and_three_asks();
+    let llm = Script::new(faithful);
+    let (report, _) = write_with(&llm, &f, &needs);
+    // The Assam learning answers the first need, here and nowhere else.
+    let section = needs_section_answering_assam(&report);
     assert!(!section.paragraphs[0].citations.is_empty());
     assert_eq!(
         report.markdown.matches("Assam").count(),
@@ -621,14 +627,7 @@ fn a_need_the_question_does_not_anticipate_is_answered_but_never_named_as_uncove
         ..tea_input(&f, &persona)
     };
     let (report, _) = write(&llm, &Words, &input, &mut |_, _| {}).unwrap();
-    assert_clean(&report);
-    let section = report.sections.last().unwrap();
-    assert_eq!(section.heading, NEEDS_HEADING);
-    assert!(
-        section.paragraphs[0].text.contains("Assam"),
-        "{}",
-        report.markdown
-    );
+    let section = needs_section_answering_assam(&report);
     assert_eq!(
         section.paragraphs.last().unwrap().text,
         "The sources found do not cover: electric bicycles.",
