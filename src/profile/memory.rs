@@ -4,21 +4,21 @@
 //! A per-question profile can only state what retrieval finds, and retrieval finds under a
 //! quarter of the entries that say something about the person. Memory reads what the person
 //! wrote: entries are taken in time order, a cheap check in code passes over visited pages,
-//! lookups (weather, a bare site name) and chats with no first-person word, and the rest are
-//! read a *burst* at a time (up to [`BURST_ITEMS`] consecutive searches, usually one sitting on
-//! one subject, or [`BURST_CHATS`] chats, shown as what the person wrote) with one small call
-//! that notes at most three facts, each naming its item.
-//! Code then checks every note against the item it was read from (the one it names, unless
-//! another has more of its words) as a
-//! per-question phrase is checked
+//! lookups (weather, a bare site name) and chats with no first-person word. A chat gives, with
+//! no model call, each sentence in which the person says something about themselves
+//! ([`said_in_chat`]: "My shop lease says I can't alter the building"), in their own words.
+//! Searches are read a *burst* at a time (up to [`BURST_ITEMS`] consecutive searches, usually
+//! one sitting on one subject) with one small call that notes at most three facts, each naming
+//! its item. Code then checks every note against the item it was read from (the one it names,
+//! unless another has more of its words) as a per-question phrase is checked
 //! ([`super::extract::Checks::check_phrase`]: not nothing, no debris, the item's own words, no
-//! number or name the item does not say, not generic), retries once with the reason, and merges
-//! a note with an equivalent statement already remembered (the same words, or an embedding
-//! cosine of [`MERGE_THRESHOLD`]), which then rests on one more entry.
+//! number or name the item does not say, not generic) and retries once with the reason. Every
+//! statement is merged with an equivalent one already remembered (the same words, or an
+//! embedding cosine of [`MERGE_THRESHOLD`]), which then rests on one more entry.
 //!
-//! Each burst is stored in one transaction with the entries it read, so reading resumes after
-//! a crash where it stopped and an import adds only its new entries; forgetting an entry
-//! removes every statement that no remaining entry supports (a trigger).
+//! Each burst (and each chunk's chats) is stored in one transaction with the entries it read,
+//! so reading resumes after a crash where it stopped and an import adds only its new entries;
+//! forgetting an entry removes every statement that no remaining entry supports (a trigger).
 //!
 //! For a question, [`relevant`] ranks the remembered statements by embedding similarity to it
 //! and to its facet lines, judges the closest by probability ([`super::relevance`]) and turns
@@ -44,11 +44,6 @@ use crate::llm::{GenerationOptions, Llm, Message, Usage};
 
 /// The most searches one call reads.
 pub const BURST_ITEMS: usize = 8;
-/// The most chats one call reads: as many as it may note. Given eight entries of every kind the
-/// 1.5B model noted items 1, 2 and 3 of nearly every burst, whatever stood at 4 to 8 ("The
-/// physio capped me at 25 km total per week", a chat at 7, was never noted); chats are where
-/// people say the most about themselves.
-pub const BURST_CHATS: usize = 3;
 /// The most text one call reads (about 450 tokens).
 pub const BURST_CHARS: usize = 1_600;
 /// How much of each entry the model sees.
@@ -94,7 +89,9 @@ pub struct Remembered {
     pub read: usize,
     /// Entries the cheap check passed over (marked without a call).
     pub skipped: usize,
-    /// Calls' worth of entries (one call each, plus retries).
+    /// Of the entries read, the chats: read in code as what the person said, with no call.
+    pub chats: usize,
+    /// Calls' worth of searches (one call each, plus retries).
     pub bursts: usize,
     /// New statements.
     pub added: usize,
@@ -186,45 +183,207 @@ pub fn worth_reading(s: &StoredEntry) -> bool {
     }
 }
 
-/// How memory shows an entry to the model: as a per-question prompt does, except that a chat
-/// shows only what the person wrote. The assistant's replies are about the subject, not the
-/// person; with them in view the model noted topics ("has a problem with bond funds: interest
-/// rate risk", words of the reply) and the checks accepted them as the item's own words.
+/// How memory shows a search to the model: as a per-question prompt does.
 fn person_line(s: &StoredEntry) -> String {
+    entry_line(s, ITEM_CHARS)
+}
+
+/// First-person words: a sentence with none of them says nothing about the person.
+const FIRST_PERSON: &[&str] = &[
+    "i",
+    "i'm",
+    "i've",
+    "i'd",
+    "i'll",
+    "im",
+    "ive",
+    "my",
+    "me",
+    "mine",
+    "myself",
+    "we",
+    "we're",
+    "we've",
+    "we'd",
+    "our",
+    "ours",
+    "us",
+    "ourselves",
+];
+
+/// Words that open a question even without its question mark ("what's a polite way to …").
+const QUESTION_OPENERS: &[&str] = &[
+    "what", "what's", "whats", "how", "how's", "why", "when", "where", "which", "who", "whom",
+    "whose", "is", "are", "am", "was", "were", "do", "does", "did", "can", "could", "would",
+    "should", "will", "shall", "may", "might", "any", "anyone",
+];
+
+/// Words of a request to the assistant ("can you make me a spreadsheet", "please write …"):
+/// kept only when it asks for a way of answering ("please keep replies to me short").
+const REQUEST_OPENERS: &[&str] = &[
+    "please",
+    "pls",
+    "help",
+    "give",
+    "make",
+    "write",
+    "tell",
+    "show",
+    "explain",
+    "list",
+    "keep",
+    "use",
+    "summarize",
+    "summarise",
+    "translate",
+    "draft",
+    "suggest",
+    "recommend",
+    "find",
+];
+
+/// What a request asks of the answers themselves, besides [`query_profile::is_answer_style`]'s
+/// cues: "please give me numbers, not generalities".
+const ANSWER_REQUEST_CUES: &[&str] = &[
+    "numbers",
+    "figures",
+    "generalities",
+    "simple",
+    "simply",
+    "examples",
+    "replies",
+    "reply",
+];
+
+/// Words that make a remark one about answers.
+const ANSWER_WORDS: &[&str] = &[
+    "answer",
+    "answers",
+    "reply",
+    "replies",
+    "response",
+    "responses",
+    "explanation",
+    "explanations",
+    "explain",
+];
+
+/// The longest sentence kept as said: a longer one is a pasted text, not a remark about oneself.
+const MAX_SAID_WORDS: usize = 40;
+/// The shortest: "I've tried it 4 times" says nothing on its own.
+const MIN_SAID_CONTENT_WORDS: usize = 3;
+
+/// What the person said about themselves in a chat, in their own words, with no model call:
+/// every sentence of their turns that speaks in the first person and states something ("My
+/// shop lease says I can't alter the building", "After paying the flour supplier I have
+/// roughly 2000 euros spare at most"), or asks for a way of answering ("Please keep replies to
+/// me short"). Questions and requests for a task are left out.
+///
+/// The small model, given chats three at a time, noted items 1 to 3 and lost what stood later,
+/// dropped amounts ("a hard ceiling" for "120 dollars … my hard ceiling") and took 23 minutes
+/// per 1,000 sessions; the person's own sentence is faithful by construction, keeps every
+/// number, and costs nothing to read. Which of them matter for a question is the relevance
+/// judge's call ([`relevant`]).
+pub fn said_in_chat(s: &StoredEntry) -> Vec<Noted> {
     if s.entry.kind != Kind::Chat {
-        return entry_line(s, ITEM_CHARS);
+        return Vec::new();
     }
-    let mut text = format!("Chat \"{}\":", s.entry.title);
+    let mut out: Vec<Noted> = Vec::new();
     for turn in s
         .entry
         .turns
         .iter()
         .filter(|t| t.role == crate::history::TurnRole::User)
-        .take(3)
     {
-        text.push_str(" [user] ");
-        text.push_str(&turn.text);
+        for sentence in crate::checks::text::split_sentences(&turn.text) {
+            let sentence = sentence.split_whitespace().collect::<Vec<_>>().join(" ");
+            let Some(kind) = said_about_self(&sentence) else {
+                continue;
+            };
+            let key = statement_key(&sentence);
+            if !out.iter().any(|o| statement_key(&o.text) == key) {
+                out.push(Noted {
+                    session: s.id,
+                    text: sentence,
+                    kind,
+                });
+            }
+        }
     }
-    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match text.char_indices().nth(ITEM_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text,
-    }
+    out
 }
 
-/// Splits entries (in time order) into bursts: chats apart from searches, each burst at most
-/// `max_items` entries ([`BURST_CHATS`] for chats) and [`BURST_CHARS`] of text, in order.
-/// Related searches sit together in time, so a burst of searches is usually one sitting on one
-/// subject; it need not be, since every note names its own item and is checked against it
-/// alone. (Cutting at gaps in time made most bursts one entry long on a history spread over
-/// months: a call per entry, twice the budget.)
+/// The kind of what one sentence of a person says about themselves, or None when it says
+/// nothing about them (no first-person word, a question, a request for a task, too short or
+/// too long).
+fn said_about_self(sentence: &str) -> Option<PhraseKind> {
+    let words: Vec<String> = sentence
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_lowercase().replace('’', "'"))
+        .collect();
+    if words.len() > MAX_SAID_WORDS
+        || sentence.trim_end().ends_with('?')
+        || !words.iter().any(|w| FIRST_PERSON.contains(&w.as_str()))
+        || crate::checks::text::content_words(sentence)
+            .iter()
+            .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
+            .count()
+            < MIN_SAID_CONTENT_WORDS
+    {
+        return None;
+    }
+    let first = words.first()?.as_str();
+    if QUESTION_OPENERS.contains(&first) {
+        return None;
+    }
+    let asks_for_answers = super::query_profile::is_answer_style(sentence)
+        || words
+            .iter()
+            .any(|w| ANSWER_REQUEST_CUES.contains(&w.as_str()));
+    if REQUEST_OPENERS.contains(&first) {
+        return asks_for_answers.then_some(PhraseKind::Presentation);
+    }
+    // A remark on answers ("I prefer short answers"), not a cue word about something else
+    // ("my short ribs are still tough").
+    if super::query_profile::is_answer_style(sentence)
+        && words.iter().any(|w| ANSWER_WORDS.contains(&w.as_str()))
+    {
+        return Some(PhraseKind::Presentation);
+    }
+    // Numbers are budgets, dates, sizes and limits: what bounds an answer.
+    let bounded = sentence.chars().any(|c| c.is_ascii_digit())
+        || words.iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "can't"
+                    | "cannot"
+                    | "budget"
+                    | "afford"
+                    | "allergic"
+                    | "allergy"
+                    | "limit"
+                    | "ceiling"
+                    | "only"
+                    | "most"
+                    | "must"
+                    | "never"
+            )
+        });
+    Some(if bounded {
+        PhraseKind::Constraint
+    } else {
+        PhraseKind::Background
+    })
+}
+
+/// Splits searches (in time order) into bursts of at most `max_items` entries and
+/// [`BURST_CHARS`] of text, in order. Related searches sit together in time, so a burst is
+/// usually one sitting on one subject; it need not be, since every note names its own item and
+/// is checked against it alone. (Cutting at gaps in time made most bursts one entry long on a
+/// history spread over months: a call per entry, twice the budget.)
 pub fn bursts(sessions: Vec<StoredEntry>, max_items: usize) -> Vec<Vec<StoredEntry>> {
-    let (chats, others): (Vec<_>, Vec<_>) = sessions
-        .into_iter()
-        .partition(|s| s.entry.kind == Kind::Chat);
-    let mut out = consecutive(chats, max_items.min(BURST_CHATS));
-    out.extend(consecutive(others, max_items));
-    out
+    consecutive(sessions, max_items)
 }
 
 fn consecutive(sessions: Vec<StoredEntry>, max_items: usize) -> Vec<Vec<StoredEntry>> {
@@ -355,11 +514,8 @@ fn read_burst(
             };
             let text = &texts[item];
             // A copied search is dropped, not asked again: a retry re-reads the whole burst,
-            // and asking again for copies made reading 1.6 times slower for few facts. A chat
-            // burst is three entries, and a chat's title is often the person's own situation
-            // ("Knee pain after long shifts"): asked again.
+            // and asking again for copies made reading 1.6 times slower for few facts.
             let verdict = match copies_title(&n.about_user, &burst[item]) {
-                Some(why) if burst[item].entry.kind == Kind::Chat => Verdict::Retry(why),
                 Some(why) => Verdict::Drop(why),
                 None => checks.check_phrase(&n.about_user, text)?,
             };
@@ -507,7 +663,29 @@ pub fn remember(
             .map_err(store_err)?;
         out.skipped += skipped.len();
         progress.advance(skipped.len() as u64);
-        let bursts = bursts(worth, options.burst_items);
+        // Chats are read in code, as what the person said ([`said_in_chat`]), each chunk's in
+        // one transaction; searches a burst to a call.
+        let (chats, searches): (Vec<_>, Vec<_>) =
+            worth.into_iter().partition(|s| s.entry.kind == Kind::Chat);
+        if !chats.is_empty() {
+            let mut notes = Vec::new();
+            for n in chats.iter().flat_map(said_in_chat) {
+                // A wish that fits anyone ("I want to save money") says nothing of this person.
+                if checks.genericness(&n.text)? < super::extract::GENERIC_THRESHOLD {
+                    notes.push(n);
+                } else {
+                    tracing::debug!(said = %n.text, "memory: generic, not kept");
+                    out.refused += 1;
+                }
+            }
+            let read: Vec<i64> = chats.iter().map(|s| s.id).collect();
+            out.chats += read.len();
+            store_notes(
+                history, embedder, &model, &mut known, &read, notes, &mut out,
+            )?;
+            progress.advance(read.len() as u64);
+        }
+        let bursts = bursts(searches, options.burst_items);
         // As many bursts at once as the model serves, each stored as soon as its group is read,
         // so a crash loses at most one group and progress moves every few seconds.
         for group in bursts.chunks(llm.parallelism().max(1)) {
@@ -520,39 +698,16 @@ pub fn remember(
                 out.usage += answer.usage;
                 out.refused += answer.refused;
                 out.retries += answer.retries;
-                let vectors = embed_all(embedder, answer.notes.iter().map(|n| n.text.as_str()))?;
-                let mut found = Vec::new();
-                for (n, vector) in answer.notes.into_iter().zip(vectors) {
-                    let key = statement_key(&n.text);
-                    let same = known.iter().find(|k| {
-                    k.key == key
-                        || matches!((&k.vector, &vector), (Some(a), Some(b)) if cosine(a, b) >= MERGE_THRESHOLD)
-                });
-                    let key = match same {
-                        Some(k) => k.key.clone(),
-                        None => {
-                            known.push(Known {
-                                key: key.clone(),
-                                vector,
-                            });
-                            key
-                        }
-                    };
-                    found.push(NewMemory {
-                        key,
-                        text: n.text,
-                        kind: kind_name(n.kind).to_string(),
-                        session: n.session,
-                    });
-                }
                 let read: Vec<i64> = burst.iter().map(|s| s.id).collect();
-                let stored = history
-                    .store_mut_for_profiles()
-                    .remember(&model, &read, &[], &found)
-                    .map_err(store_err)?;
-                out.read += read.len();
-                out.added += stored.added;
-                out.strengthened += stored.strengthened;
+                store_notes(
+                    history,
+                    embedder,
+                    &model,
+                    &mut known,
+                    &read,
+                    answer.notes,
+                    &mut out,
+                )?;
                 progress.advance(read.len() as u64);
             }
         }
@@ -573,6 +728,53 @@ pub fn remember(
         "memory read"
     );
     Ok(out)
+}
+
+/// Stores what was read from the entries `read` in one transaction: each note merged with an
+/// equivalent statement already remembered (the same words, or an embedding cosine of
+/// [`MERGE_THRESHOLD`]), which then rests on one more entry.
+fn store_notes(
+    history: &mut History,
+    embedder: Option<&dyn Embedder>,
+    model: &str,
+    known: &mut Vec<Known>,
+    read: &[i64],
+    notes: Vec<Noted>,
+    out: &mut Remembered,
+) -> Result<(), ProfileError> {
+    let vectors = embed_all(embedder, notes.iter().map(|n| n.text.as_str()))?;
+    let mut found = Vec::new();
+    for (n, vector) in notes.into_iter().zip(vectors) {
+        let key = statement_key(&n.text);
+        let same = known.iter().find(|k| {
+            k.key == key
+                || matches!((&k.vector, &vector), (Some(a), Some(b)) if cosine(a, b) >= MERGE_THRESHOLD)
+        });
+        let key = match same {
+            Some(k) => k.key.clone(),
+            None => {
+                known.push(Known {
+                    key: key.clone(),
+                    vector,
+                });
+                key
+            }
+        };
+        found.push(NewMemory {
+            key,
+            text: n.text,
+            kind: kind_name(n.kind).to_string(),
+            session: n.session,
+        });
+    }
+    let stored = history
+        .store_mut_for_profiles()
+        .remember(model, read, &[], &found)
+        .map_err(|e| ProfileError::History(HistoryError::from(e)))?;
+    out.read += read.len();
+    out.added += stored.added;
+    out.strengthened += stored.strengthened;
+    Ok(())
 }
 
 fn embed_all<'t>(
@@ -834,20 +1036,10 @@ mod tests {
     #[test]
     fn a_note_naming_the_wrong_item_rests_on_the_item_it_was_read_from() {
         let (_dir, mut history, ids) = history_of(&[
-            session(
-                Kind::Chat,
-                "Spending this month",
-                "I set aside 120 dollars for sports gear this month",
-                0,
-            ),
-            session(
-                Kind::Chat,
-                "Knee pain after long shifts",
-                "My physio says my right knee is irritated",
-                1,
-            ),
+            search("sports gear budget 120 dollars this month", 0),
+            search("physio says right knee irritated jogging", 1),
         ]);
-        // The small model's slip: the knee note names the budget chat before it.
+        // The small model's slip: the knee note names the budget search before it.
         let llm = notes_model(
             |_| serde_json::json!([{"item": 1, "about_user": "has an irritated right knee", "kind": "constraint"}]),
         );
@@ -888,29 +1080,90 @@ mod tests {
     }
 
     #[test]
-    fn memory_shows_a_chat_as_what_the_person_wrote() {
-        let chat = stored(
-            1,
-            Entry {
-                turns: vec![
-                    Turn::user("My physio says my right knee is irritated", None),
-                    Turn {
-                        role: TurnRole::Assistant,
-                        text: "Interest rate risk hits long bond funds hardest.".into(),
-                        at: None,
-                    },
-                    Turn::user("I jog three times a week", None),
-                ],
-                ..session(Kind::Chat, "Knee pain", "", 0)
-            },
-        );
-        let line = person_line(&chat);
+    fn a_sentence_is_remembered_when_the_person_says_something_about_themselves() {
+        for (sentence, kind) in [
+            (
+                "My shop lease says I can't alter the building or the roof without the landlord's written consent.",
+                Some(PhraseKind::Constraint),
+            ),
+            (
+                "After paying the flour supplier I have roughly 2000 euros spare at most for improvements this year.",
+                Some(PhraseKind::Constraint),
+            ),
+            (
+                "My grandson keeps saying RAM and SSD and I have no idea what they are.",
+                Some(PhraseKind::Background),
+            ),
+            (
+                "Please keep replies to me short and in bullet points, I read them on five minute breaks.",
+                Some(PhraseKind::Presentation),
+            ),
+            (
+                "Please give me numbers, not generalities.",
+                Some(PhraseKind::Presentation),
+            ),
+            // A question, with or without its mark; a request for a task; too little said.
+            ("Should I keep it as a buffer for my shop?", None),
+            (
+                "what's a polite way to decline a meeting invite from my manager",
+                None,
+            ),
+            ("Can you make me a tiny spreadsheet to track it.", None),
+            ("Please write a toast for my sister's wedding.", None),
+            ("I've tried it 12 times.", None),
+            (
+                "Still short ribs tough after 3 hours even though I checked red wine braise.",
+                Some(PhraseKind::Constraint),
+            ),
+            (
+                "I prefer short answers with the numbers up front.",
+                Some(PhraseKind::Presentation),
+            ),
+            ("The oven takes 90 minutes to heat up.", None),
+        ] {
+            assert_eq!(said_about_self(sentence), kind, "{sentence}");
+        }
+    }
+
+    #[test]
+    fn a_chat_is_remembered_as_what_the_person_said_without_a_call() {
+        let lease =
+            "My shop lease says I can't alter the building without the landlord's written consent.";
+        let (_dir, mut history, ids) = history_of(&[
+            session(
+                Kind::Chat,
+                "Lease clause",
+                &format!("{lease} What counts as an alteration?"),
+                0,
+            ),
+            session(
+                Kind::Chat,
+                "Orders",
+                "Can you make me a tiny spreadsheet? Please keep replies to me short and in bullet points.",
+                1,
+            ),
+            session(Kind::Chat, "Lease again", lease, 2),
+        ]);
+        let llm = notes_model(|_| serde_json::json!([]));
+        let read = read_the_rest(&llm, &mut history);
+        assert!(llm.prompts().is_empty(), "no model call for chats");
+        assert_eq!((read.read, read.bursts), (3, 0));
+        assert_eq!((read.added, read.strengthened), (2, 1));
+        let memory = history.store().memory().unwrap();
+        let said = memory.iter().find(|m| m.text == lease).unwrap();
+        assert_eq!(said.kind, "constraint");
+        let cited: Vec<i64> = said.sessions.iter().map(|(id, _)| *id).collect();
         assert_eq!(
-            line,
-            "Chat \"Knee pain\": [user] My physio says my right knee is irritated [user] I jog three times a week"
+            cited,
+            vec![ids[0], ids[2]],
+            "the same sentence twice is one statement"
         );
-        let long = stored(2, session(Kind::Chat, "Long", &"knee ".repeat(100), 0));
-        assert_eq!(person_line(&long).chars().count(), ITEM_CHARS + 1);
+        let style = memory.iter().find(|m| m.kind == "presentation").unwrap();
+        assert_eq!(
+            style.text,
+            "Please keep replies to me short and in bullet points."
+        );
+        assert_eq!(memory.len(), 2, "{memory:?}");
     }
 
     #[test]
@@ -954,23 +1207,6 @@ mod tests {
             .sum::<usize>()
             <= BURST_CHARS));
         assert!(b.len() > 1);
-        // Chats go three to a call, apart from the searches between them.
-        let mixed: Vec<StoredEntry> = (0..12)
-            .map(|i| {
-                let s = if i % 3 == 0 {
-                    session(Kind::Chat, "Gear", "I jog on my lunch break", i)
-                } else {
-                    search(&format!("running shoes question {i}"), i)
-                };
-                stored(i, s)
-            })
-            .collect();
-        let b = bursts(mixed, 8);
-        let ids: Vec<Vec<i64>> = b.iter().map(|b| b.iter().map(|s| s.id).collect()).collect();
-        assert_eq!(
-            ids,
-            vec![vec![0, 3, 6], vec![9], vec![1, 2, 4, 5, 7, 8, 10, 11]]
-        );
     }
 
     /// Reads everything not yet in memory, without an embedder.
@@ -981,20 +1217,10 @@ mod tests {
     #[test]
     fn notes_are_checked_merged_stored_and_resumed() {
         let (_dir, mut history, ids) = history_of(&[
-            session(
-                Kind::Chat,
-                "Gear",
-                "I set aside 120 dollars for sports gear",
-                0,
-            ),
+            search("set aside 120 dollars for sports gear", 0),
             search("gmail", 1),
             search("patellofemoral knee pain jogging", 2),
-            session(
-                Kind::Chat,
-                "Budget",
-                "my hard ceiling is 120 dollars for gear",
-                300,
-            ),
+            search("hard ceiling 120 dollars gear set aside", 300),
         ]);
         // Every burst: a faithful note on each item that mentions money, an invented number on
         // the knee search (refused, asked again with the reason, then dropped).
@@ -1050,22 +1276,11 @@ mod tests {
         assert!(history.store().memory().unwrap().is_empty());
     }
 
-    /// Reads the history into memory with a model that notes `knee` for the item about a knee
-    /// and `other` for any other item.
-    fn remember_knee_and_other(history: &mut History, knee: &'static str, other: &'static str) {
-        let llm = notes_model(move |items| {
-            serde_json::Value::Array(
-                items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, item)| {
-                        let note = if item.contains("knee") { knee } else { other };
-                        serde_json::json!({"item": i + 1, "about_user": note, "kind": "constraint"})
-                    })
-                    .collect(),
-            )
-        });
+    /// Reads the history into memory; chats need no model.
+    fn read_chats(history: &mut History) {
+        let llm = notes_model(|_| serde_json::json!([]));
         read_the_rest(&llm, history);
+        assert!(llm.prompts().is_empty());
     }
 
     #[test]
@@ -1074,20 +1289,18 @@ mod tests {
             session(
                 Kind::Chat,
                 "Knee",
-                "my right knee is irritated, patellofemoral",
+                "My right knee is irritated, patellofemoral.",
                 0,
             ),
             session(Kind::Chat, "Gift", "I need a birthday gift for my dad", 1),
         ]);
-        remember_knee_and_other(
-            &mut history,
-            "right knee is irritated",
-            "needs a birthday gift for dad",
-        );
+        read_chats(&mut history);
         assert_eq!(history.store().memory().unwrap().len(), 2);
         // The judge: yes for the knee on the running question, no otherwise.
         let judge = ScriptedLlm::new(|prompt| {
-            if prompt.contains("running shoes") && prompt.ends_with("Right knee is irritated") {
+            if prompt.contains("running shoes")
+                && prompt.ends_with("My right knee is irritated, patellofemoral.")
+            {
                 r#"{"probabilities":[0.9,0.1]}"#.to_string()
             } else {
                 r#"{"probabilities":[0.1,0.9]}"#.to_string()
@@ -1109,7 +1322,10 @@ mod tests {
         .unwrap();
         assert_eq!(got.asked, 2);
         assert_eq!(got.phrases.len(), 1, "{:?}", got.phrases);
-        assert_eq!(got.phrases[0].text, "Right knee is irritated");
+        assert_eq!(
+            got.phrases[0].text,
+            "My right knee is irritated, patellofemoral."
+        );
         assert_eq!(got.phrases[0].session, ids[0]);
         // How the person likes answers is judged whatever the embedding says, and first.
         history
@@ -1151,10 +1367,10 @@ mod tests {
             judged.last()
         );
         // A statement the user deleted is not judged at all.
-        let key = statement_key("Right knee is irritated");
+        let knee = "My right knee is irritated, patellofemoral.";
         history
             .store()
-            .hide_statement(&key, "Right knee is irritated", &[ids[0]])
+            .hide_statement(&statement_key(knee), knee, &[ids[0]])
             .unwrap();
         let you = You::load(history.store()).unwrap();
         let got = relevant(
@@ -1180,21 +1396,17 @@ mod tests {
             session(
                 Kind::Chat,
                 "Knee",
-                "my right knee is irritated after shifts",
+                "My right knee is irritated after shifts.",
                 0,
             ),
             session(
                 Kind::Chat,
                 "Trail",
-                "I want running shoes with grip for a trail race next month",
+                "I want running shoes with grip for a trail race next month.",
                 1,
             ),
         ]);
-        remember_knee_and_other(
-            &mut history,
-            "right knee is irritated after shifts",
-            "wants running shoes for a trail race",
-        );
+        read_chats(&mut history);
         assert_eq!(history.store().memory().unwrap().len(), 2);
         let judge = ScriptedLlm::new(|_| r#"{"probabilities":[0.5,0.5]}"#.to_string());
         let you = You::load(history.store()).unwrap();
@@ -1218,9 +1430,15 @@ mod tests {
             .collect::<Vec<_>>()
         };
         // Without facet lines the note sharing the question's words is the one judged.
-        assert_eq!(one(&[]), vec!["Wants running shoes for a trail race"]);
+        assert_eq!(
+            one(&[]),
+            vec!["I want running shoes with grip for a trail race next month."]
+        );
         // With one, the note on the situation it guesses comes first.
         let facets = vec!["my right knee is irritated".to_string()];
-        assert_eq!(one(&facets), vec!["Right knee is irritated after shifts"]);
+        assert_eq!(
+            one(&facets),
+            vec!["My right knee is irritated after shifts."]
+        );
     }
 }

@@ -297,7 +297,33 @@ pub fn is_answer_style(text: &str) -> bool {
 /// A constraint or preference said as a refusal ("dislikes crowds", "no subscription") is
 /// something to avoid.
 fn is_avoidance(text: &str) -> bool {
-    let padded = format!(" {} ", text.to_lowercase());
+    let padded = format!(" {} ", text.to_lowercase().replace('’', "'"));
+    // A sentence the person wrote ("My grandson keeps saying RAM and I have no idea what it
+    // is") has a "no" or "not" in many a fact about them: only their own word for what they
+    // shun makes it one.
+    if [" i ", " i'm ", " my ", " me "]
+        .iter()
+        .any(|w| padded.contains(w))
+    {
+        return [
+            " i hate ",
+            " i dislike ",
+            " i avoid ",
+            " i don't like ",
+            " i do not like ",
+            " i don't want ",
+            " i do not want ",
+            " i don't eat ",
+            " i do not eat ",
+            " i don't drink ",
+            " i don't use ",
+            " i won't ",
+            " i never ",
+            " i can't stand ",
+        ]
+        .iter()
+        .any(|cue| padded.contains(cue));
+    }
     [
         " avoid",
         " dislike",
@@ -425,6 +451,26 @@ pub fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sentence_the_person_wrote_is_to_avoid_only_when_they_say_they_shun_it() {
+        for yes in [
+            "Dislikes jargon",
+            "Does not eat meat",
+            "I hate paying monthly for things.",
+            "I don't eat meat",
+            "I don't like the idea of my family pictures sitting on some company's computer.",
+        ] {
+            assert!(is_avoidance(yes), "{yes}");
+        }
+        for no in [
+            "Has knee pain",
+            "My grandson keeps saying RAM and SSD and I have no idea what they are.",
+            "My shop lease says I can't alter the building, not even the roof.",
+        ] {
+            assert!(!is_avoidance(no), "{no}");
+        }
+    }
 
     #[test]
     fn answer_style_is_how_answers_should_look_not_a_text_written_for_someone_else() {

@@ -240,9 +240,9 @@ pub fn run(ctx: &Ctx, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             println!(
-                "memory   {} sessions with {} ({threads} threads): {} read in {} calls ({} \
-                 retries), {} skipped by the cheap check",
-                b.sessions, b.model, b.read, b.bursts, b.retries, b.skipped
+                "memory   {} sessions with {} ({threads} threads): {} read ({} chats in code, \
+                 the rest in {} calls, {} retries), {} skipped by the cheap check",
+                b.sessions, b.model, b.read, b.chats, b.bursts, b.retries, b.skipped
             );
             println!(
                 "         {} statements kept, {} notes refused; {} prompt tokens ({} cached), {} \

@@ -18,7 +18,9 @@ pub struct MemoryBench {
     /// Sessions read by the model, and skipped by the cheap check.
     pub read: usize,
     pub skipped: usize,
-    /// Calls (one per burst) and retries.
+    /// Of those read, the chats: read in code as what the person said, with no call.
+    pub chats: usize,
+    /// Calls (one per burst of searches) and retries.
     pub bursts: usize,
     pub retries: usize,
     pub statements: usize,
@@ -74,6 +76,7 @@ pub fn bench_memory(
         sessions: total,
         read: done.read,
         skipped: done.skipped,
+        chats: done.chats,
         bursts: done.bursts,
         retries: done.retries,
         statements,

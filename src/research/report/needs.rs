@@ -151,8 +151,52 @@ pub fn to_reader(statement: &str) -> String {
             "{opening} {}",
             pronouns_to_reader(&later_clauses_to_reader(&rest))
         ),
-        None => statement.to_string(),
+        None => first_person_to_reader(statement),
     }
+}
+
+/// `text` with the speaker's first person turned to the reader ("My shop lease says I can't
+/// alter the building" → "your shop lease says you can't alter the building"): a sentence the
+/// user wrote in a chat, said back to them. Text without a first-person word is unchanged.
+pub fn first_person_to_reader(text: &str) -> String {
+    let mut swapped = false;
+    let words: Vec<String> = text
+        .split(' ')
+        .enumerate()
+        .map(|(i, word)| {
+            let bare = word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'));
+            let Some(at) = word.find(bare).filter(|_| !bare.is_empty()) else {
+                return word.to_string();
+            };
+            let (lead, tail) = (&word[..at], &word[at + bare.len()..]);
+            let normal = bare.replace('’', "'");
+            let turned = match normal.as_str() {
+                "I" => "you",
+                "I'm" => "you're",
+                "I've" => "you've",
+                "I'd" => "you'd",
+                "I'll" => "you'll",
+                "me" | "Me" => "you",
+                "my" | "My" => "your",
+                "mine" | "Mine" => "yours",
+                "myself" | "Myself" => "yourself",
+                "we" | "We" => "you",
+                "we're" | "We're" => "you're",
+                "we've" | "We've" => "you've",
+                "our" | "Our" => "your",
+                "ours" | "Ours" => "yours",
+                "us" => "you",
+                "ourselves" => "yourselves",
+                // "I am" → "you are"; "I was" → "you were".
+                "am" if swapped => "are",
+                "was" if swapped && i > 0 && text.split(' ').nth(i - 1) == Some("I") => "were",
+                _ => return word.to_string(),
+            };
+            swapped = true;
+            format!("{lead}{turned}{tail}")
+        })
+        .collect();
+    words.join(" ")
 }
 
 /// `text` with the words that point back to the user in the third person said to them:
@@ -295,19 +339,7 @@ pub fn need_label(need: &str) -> String {
     if let Some(opener) = LABEL_OPENERS.iter().find(|o| lower.starts_with(*o)) {
         text = text[opener.len()..].trim().to_string();
     }
-    let swapped: Vec<String> = text
-        .split(' ')
-        .map(|w| match w {
-            "I" => "you".to_string(),
-            "I'm" => "you're".to_string(),
-            "I've" => "you've".to_string(),
-            "me" => "you".to_string(),
-            "my" | "My" => "your".to_string(),
-            "am" => "are".to_string(),
-            _ => w.to_string(),
-        })
-        .collect();
-    let text = swapped.join(" ");
+    let text = first_person_to_reader(&text);
     // "The cost" → "the cost", but "AI tools" and "Japan" keep their capitals.
     let mut chars = text.chars();
     match (chars.next(), chars.next()) {
@@ -448,7 +480,7 @@ mod tests {
             vec![
                 "you have a knee injury",
                 "you want shoes under $100",
-                "I run three times a week"
+                "you run three times a week"
             ]
         );
     }
@@ -523,6 +555,19 @@ mod tests {
                 "you are training for your first marathon",
             ),
             ("Wide feet", "Wide feet"),
+            (
+                "My shop lease says I can't alter the building without the landlord's consent.",
+                "your shop lease says you can't alter the building without the landlord's consent.",
+            ),
+            (
+                "After paying the flour supplier I have roughly 2000 euros spare at most.",
+                "After paying the flour supplier you have roughly 2000 euros spare at most.",
+            ),
+            ("I am new to all of this", "you are new to all of this"),
+            (
+                "We live in the US with our son",
+                "you live in the US with your son",
+            ),
         ] {
             assert_eq!(to_reader(statement), said, "{statement}");
         }
@@ -537,7 +582,7 @@ mod tests {
                     own_words: false,
                 },
                 Need {
-                    text: "I cook most evenings".into(),
+                    text: "you cook most evenings".into(),
                     statement: "I cook most evenings.".into(),
                     own_words: true,
                 }
