@@ -183,11 +183,6 @@ pub fn worth_reading(s: &StoredEntry) -> bool {
     }
 }
 
-/// How memory shows a search to the model: as a per-question prompt does.
-fn person_line(s: &StoredEntry) -> String {
-    entry_line(s, ITEM_CHARS)
-}
-
 /// First-person words: a sentence with none of them says nothing about the person.
 const FIRST_PERSON: &[&str] = &[
     "i",
@@ -390,7 +385,7 @@ fn consecutive(sessions: Vec<StoredEntry>, max_items: usize) -> Vec<Vec<StoredEn
     let mut out: Vec<Vec<StoredEntry>> = Vec::new();
     let mut chars = 0;
     for s in sessions {
-        let len = person_line(&s).chars().count();
+        let len = entry_line(&s, ITEM_CHARS).chars().count();
         match out.last_mut() {
             Some(burst) if burst.len() < max_items.max(1) && chars + len <= BURST_CHARS => {
                 chars += len;
@@ -475,7 +470,7 @@ fn read_burst(
     let items: Vec<serde_json::Value> = burst
         .iter()
         .enumerate()
-        .map(|(i, s)| serde_json::json!({"number": i + 1, "text": person_line(s)}))
+        .map(|(i, s)| serde_json::json!({"number": i + 1, "text": entry_line(s, ITEM_CHARS)}))
         .collect();
     let texts: Vec<String> = items
         .iter()
@@ -1203,7 +1198,7 @@ mod tests {
         let b = bursts(sessions, 8);
         assert!(b.iter().all(|b| b
             .iter()
-            .map(|s| person_line(s).chars().count())
+            .map(|s| entry_line(s, ITEM_CHARS).chars().count())
             .sum::<usize>()
             <= BURST_CHARS));
         assert!(b.len() > 1);

@@ -160,8 +160,9 @@ pub fn to_reader(statement: &str) -> String {
 /// user wrote in a chat, said back to them. Text without a first-person word is unchanged.
 pub fn first_person_to_reader(text: &str) -> String {
     let mut swapped = false;
-    let words: Vec<String> = text
-        .split(' ')
+    let words: Vec<&str> = text.split(' ').collect();
+    let turned: Vec<String> = words
+        .iter()
         .enumerate()
         .map(|(i, word)| {
             let bare = word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'));
@@ -170,7 +171,7 @@ pub fn first_person_to_reader(text: &str) -> String {
             };
             let (lead, tail) = (&word[..at], &word[at + bare.len()..]);
             let normal = bare.replace('’', "'");
-            let turned = match normal.as_str() {
+            let new = match normal.as_str() {
                 "I" => "you",
                 "I'm" => "you're",
                 "I've" => "you've",
@@ -189,14 +190,14 @@ pub fn first_person_to_reader(text: &str) -> String {
                 "ourselves" => "yourselves",
                 // "I am" → "you are"; "I was" → "you were".
                 "am" if swapped => "are",
-                "was" if swapped && i > 0 && text.split(' ').nth(i - 1) == Some("I") => "were",
+                "was" if i > 0 && words[i - 1] == "I" => "were",
                 _ => return word.to_string(),
             };
             swapped = true;
-            format!("{lead}{turned}{tail}")
+            format!("{lead}{new}{tail}")
         })
         .collect();
-    words.join(" ")
+    turned.join(" ")
 }
 
 /// `text` with the words that point back to the user in the third person said to them:
