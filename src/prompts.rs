@@ -42,6 +42,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../prompts/profile_relevance.md"),
     ),
     (
+        "profile_relevance_said",
+        include_str!("../prompts/profile_relevance_said.md"),
+    ),
+    (
         "report_support",
         include_str!("../prompts/report_support.md"),
     ),

@@ -507,6 +507,30 @@ fn relevance_is_judged_in_one_pass_per_statement_with_the_question_cached() {
         similarity[0] > similarity[1] && similarity[2] > similarity[1],
         "{similarity:?}"
     );
+    // What the person wrote is judged as what they told the model, one pass each too, and
+    // the situation lines bring their budget closer than their cooking problem.
+    let said = [
+        "I have a problem with my chicken stock: cloudy stock.",
+        "I set aside 120 dollars for sports gear this month and that is my hard ceiling.",
+    ];
+    let (mut judged, usage) = rudder::profile::relevance::relevance_by(
+        &llm,
+        rudder::profile::relevance::Judge::Said,
+        "Which running shoes should I buy for my first half marathon?",
+        &said,
+    )
+    .unwrap();
+    assert_eq!(usage.calls, (said.len() * per_statement) as u64);
+    assert_eq!(usage.generated_tokens, 0, "no generation: {usage:?}");
+    let lines: Vec<String> = rudder::profile::relevance::SITUATION_LINES
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+    rudder::profile::relevance::with_facets(&mut judged, &embedder, &lines, &said).unwrap();
+    assert!(
+        judged[1].facet_similarity > judged[0].facet_similarity,
+        "{judged:?}"
+    );
 }
 
 #[test]

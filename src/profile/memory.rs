@@ -862,8 +862,11 @@ pub fn relevant(
         // few words with the question ("Has knee pain after long shifts" for running shoes,
         // cosine 0.12) but reads like the situation a facet line guesses ("my knee hurts
         // after long runs").
+        // What the person wrote is ranked by the situation lines too: "I have about 600
+        // pounds left" is far from a laptop question and from lines the model guessed for it.
         let anchors: Vec<String> = std::iter::once(query.to_string())
             .chain(facets.iter().cloned())
+            .chain(relevance::SITUATION_LINES.iter().map(|l| l.to_string()))
             .collect();
         let texts: Vec<&str> = rows.iter().map(|r| r.text.as_str()).collect();
         let closest = relevance::facet_similarities(e, &anchors, &texts)?;
@@ -883,13 +886,15 @@ pub fn relevant(
     rows.extend(more);
     rows.truncate(candidates);
     let texts: Vec<&str> = rows.iter().map(|r| r.text.as_str()).collect();
-    let (mut judged, usage) = relevance::relevance(llm, query, &texts)?;
-    if let Some(e) = embedder {
-        relevance::with_facets(&mut judged, e, facets, &texts)?;
-    }
+    let (judged, usage) = judge_rows(llm, embedder, query, facets, &texts)?;
     let mut phrases = Vec::new();
-    for (rank, (row, j)) in rows.iter().zip(judged).enumerate() {
-        if !j.passes(threshold) {
+    for (rank, (row, (j, said))) in rows.iter().zip(judged).enumerate() {
+        let passes = if said {
+            j.score() >= relevance::said_bar(threshold)
+        } else {
+            j.passes(threshold)
+        };
+        if !passes {
             tracing::debug!(statement = %row.text, score = j.score(), "memory: not relevant");
             continue;
         }
@@ -911,6 +916,63 @@ pub fn relevant(
         asked: rows.len(),
         usage,
     })
+}
+
+/// Judges each remembered text for `query`, in order, and says whether it is something the
+/// person wrote about themselves: such a sentence is judged as what they told the model
+/// ([`relevance::Judge::Said`]) and compared with the question's facet lines and the
+/// [`relevance::SITUATION_LINES`]; a note from searches ("Has a budget of 120 dollars") as a
+/// profile statement, against the facet lines alone. Each way was calibrated on its own pairs.
+fn judge_rows(
+    llm: &dyn Llm,
+    embedder: Option<&dyn Embedder>,
+    query: &str,
+    facets: &[String],
+    texts: &[&str],
+) -> Result<(Vec<(relevance::Judged, bool)>, Usage), ProfileError> {
+    let said: Vec<bool> = texts.iter().map(|t| speaks_of_self(t)).collect();
+    let mut usage = Usage::default();
+    let mut out: Vec<Option<(relevance::Judged, bool)>> = vec![None; texts.len()];
+    for (judge, is_said) in [
+        (relevance::Judge::Said, true),
+        (relevance::Judge::Statement, false),
+    ] {
+        let indices: Vec<usize> = (0..texts.len()).filter(|i| said[*i] == is_said).collect();
+        if indices.is_empty() {
+            continue;
+        }
+        let of: Vec<&str> = indices.iter().map(|i| texts[*i]).collect();
+        let (mut judged, cost) = relevance::relevance_by(llm, judge, query, &of)?;
+        usage += cost;
+        if let Some(e) = embedder {
+            let lines: Vec<String> = if is_said {
+                facets
+                    .iter()
+                    .cloned()
+                    .chain(relevance::SITUATION_LINES.iter().map(|l| l.to_string()))
+                    .collect()
+            } else {
+                facets.to_vec()
+            };
+            relevance::with_facets(&mut judged, e, &lines, &of)?;
+        }
+        for (i, j) in indices.into_iter().zip(judged) {
+            out[i] = Some((j, is_said));
+        }
+    }
+    Ok((out.into_iter().flatten().collect(), usage))
+}
+
+/// Whether a remembered text is a sentence the person wrote in the first person ("My shop is a
+/// one-car garage"), not a note memory made of their searches ("Is interested in prime lens").
+pub fn speaks_of_self(text: &str) -> bool {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .any(|w| {
+            matches!(
+                w.to_lowercase().as_str(),
+                "i" | "i'm" | "i've" | "i'd" | "i'll" | "my" | "me" | "we" | "our" | "we're"
+            )
+        })
 }
 
 #[cfg(test)]
@@ -1293,8 +1355,10 @@ mod tests {
         assert_eq!(history.store().memory().unwrap().len(), 2);
         // The judge: yes for the knee on the running question, no otherwise.
         let judge = ScriptedLlm::new(|prompt| {
+            // A sentence the person wrote is shown as what they told the model, in quotes.
             if prompt.contains("running shoes")
-                && prompt.ends_with("My right knee is irritated, patellofemoral.")
+                && prompt.contains("What they told you:")
+                && prompt.ends_with("\"My right knee is irritated, patellofemoral.\"")
             {
                 r#"{"probabilities":[0.9,0.1]}"#.to_string()
             } else {
@@ -1383,6 +1447,85 @@ mod tests {
         .unwrap();
         assert_eq!(got.asked, 2, "the gift and the bullet points");
         assert!(got.phrases.is_empty());
+    }
+
+    #[test]
+    fn a_sentence_in_the_first_person_is_what_the_person_said_and_a_note_is_not() {
+        for said in [
+            "I have about 600 pounds left from this year's pension lump sum.",
+            "My shop is a one-car garage, about 3 by 6 metres.",
+            "Please keep replies to me short, I'm on five minute breaks.",
+            "We fly with our two year old in March.",
+        ] {
+            assert!(speaks_of_self(said), "{said}");
+        }
+        for note in [
+            "Is interested in prime lens",
+            "Has a budget of 120 dollars",
+            "Wants short bullet points",
+            "Imagine a kitchen with an island",
+        ] {
+            assert!(!speaks_of_self(note), "{note}");
+        }
+    }
+
+    #[test]
+    fn what_the_person_said_is_judged_at_its_own_bar_and_a_note_at_the_statement_bar() {
+        let (_dir, mut history, ids) = history_of(&[session(
+            Kind::Chat,
+            "Budget",
+            "I have about 600 pounds left from my pension lump sum.",
+            0,
+        )]);
+        read_chats(&mut history);
+        history
+            .store_mut_for_profiles()
+            .remember(
+                "test",
+                &[],
+                &[],
+                &[NewMemory {
+                    key: statement_key("Has a budget of 600 pounds"),
+                    text: "Has a budget of 600 pounds".into(),
+                    kind: "constraint".into(),
+                    session: ids[0],
+                }],
+            )
+            .unwrap();
+        // The same score for both: P(yes) 0.48 for the question, 0.10 for the contrast ones.
+        let judge = ScriptedLlm::new(|prompt| {
+            if prompt.contains("laptop") {
+                r#"{"probabilities":[0.48,0.52]}"#.to_string()
+            } else {
+                r#"{"probabilities":[0.1,0.9]}"#.to_string()
+            }
+        });
+        let you = You::load(history.store()).unwrap();
+        let got = relevant(
+            &judge,
+            history.store(),
+            None,
+            &you,
+            relevance::Question {
+                text: "Which laptop should I buy?",
+                facets: &[],
+            },
+            MEMORY_CANDIDATES,
+            relevance::RELEVANCE_THRESHOLD + relevance::PROBE_ONLY_MARGIN,
+        )
+        .unwrap();
+        assert_eq!(got.asked, 2);
+        // 0.38 passes the note's bar (0.35, with no facet lines) and fails the sentence's
+        // (0.42, calibrated on what people said).
+        let texts: Vec<&str> = got.phrases.iter().map(|p| p.text.as_str()).collect();
+        assert_eq!(texts, vec!["Has a budget of 600 pounds"], "{texts:?}");
+        let prompts = judge.prompts();
+        assert!(prompts
+            .iter()
+            .any(|p| p.contains("What they told you:") && p.contains("600 pounds left")));
+        assert!(prompts.iter().any(
+            |p| !p.contains("What they told you:") && p.ends_with("Has a budget of 600 pounds")
+        ));
     }
 
     #[test]

@@ -147,7 +147,7 @@ pub struct ProfileRun {
 
 /// Names how profiles are built, for the cache key.
 const PROFILE_METHOD: &str =
-    "memory-v2-facet-ranked-answer-style-probe-margin-style-probes-style-slots";
+    "memory-v2-facet-ranked-answer-style-probe-margin-style-probes-style-slots-said-judge";
 
 /// What else a profile depends on: the sources switched off for personalisation and, when the
 /// profile reads it, the state of the memory.

@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::extract::{Phrase, PhraseKind, MERGE_THRESHOLD};
+use super::memory::speaks_of_self;
 use super::ProfileError;
 use crate::embed::{cosine, Embedder};
 
@@ -356,12 +357,16 @@ pub fn assemble(
     embedder: Option<&dyn Embedder>,
 ) -> Result<QueryProfile, ProfileError> {
     let mut ordered: Vec<&Phrase> = phrases.iter().collect();
-    // Most probably relevant first (then the written grade, then retrieval order): a merged
-    // statement keeps its best phrase's wording.
+    // What the person wrote about themselves first (a sentence memory kept as they wrote it and
+    // the judge passed at its own bar: faithful by construction, where a note is the model's
+    // reading of a search); then the most probably relevant (then the written grade, then
+    // retrieval order): a merged statement keeps its best phrase's wording.
     ordered.sort_by(|a, b| {
         let pa = a.probability.unwrap_or(0.0);
         let pb = b.probability.unwrap_or(0.0);
-        pb.total_cmp(&pa)
+        speaks_of_self(&b.text)
+            .cmp(&speaks_of_self(&a.text))
+            .then(pb.total_cmp(&pa))
             .then(b.relevance.cmp(&a.relevance))
             .then(a.rank.cmp(&b.rank))
     });
@@ -619,6 +624,38 @@ mod tests {
         let p = assemble("q", &phrases, None).unwrap();
         assert_eq!(p.need.emphasize.len(), MAX_STATEMENTS);
         assert_eq!(p.cited(), vec![0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn what_the_person_wrote_comes_before_the_notes_whatever_their_scores() {
+        // Six notes judged more probably relevant than the person's own sentence.
+        let mut phrases: Vec<Phrase> = constraints(6)
+            .into_iter()
+            .map(|p| Phrase {
+                probability: Some(0.9),
+                ..p
+            })
+            .collect();
+        phrases.push(Phrase {
+            probability: Some(0.45),
+            ..phrase(
+                20,
+                20,
+                "After paying the flour supplier I have roughly 2000 euros spare.",
+                PhraseKind::Constraint,
+                2,
+            )
+        });
+        let p = assemble("q", &phrases, None).unwrap();
+        assert_eq!(p.need.emphasize.len(), MAX_STATEMENTS);
+        assert!(
+            p.need.emphasize[0]
+                .text
+                .starts_with("After paying the flour supplier"),
+            "{:?}",
+            p.need.emphasize
+        );
+        assert_eq!(p.need.emphasize[0].sessions, vec![20]);
     }
 
     #[test]

@@ -55,6 +55,27 @@ pub struct Question<'a> {
 /// alone AUC 0.81 and F1 0.69.
 pub const RELEVANCE_WITH_FACETS_THRESHOLD: f32 = 0.37;
 
+/// The lowest score of a sentence the person wrote about themselves ([`Judge::Said`]: P(yes)
+/// less the bias, plus the closest cosine to the question's facet lines and the
+/// [`SITUATION_LINES`]). Calibrated by `rudder eval relevance --said` with
+/// qwen2.5-coder-1.5b-instruct and all-MiniLM-L6-v2 on 315 pairs of what the planted users
+/// said in their chats (49 relevant): best F1 on half the questions at 0.417; on the other
+/// half precision 0.47, recall 0.75 (AUC 0.87, where the profile-statement judge with the
+/// facet lines alone scored AUC 0.77, precision 0.57, recall 0.50 on the same pairs).
+pub const SAID_RELEVANCE_THRESHOLD: f32 = 0.42;
+
+/// The bar for a sentence the person wrote, when memory is judged at `threshold` (the judge
+/// alone's scale with the probe-only margin, as [`super::memory::relevant`] is given it):
+/// [`SAID_RELEVANCE_THRESHOLD`] at the defaults, moved as far as `threshold` is; a negative
+/// `threshold` keeps everything.
+pub fn said_bar(threshold: f32) -> f32 {
+    if threshold < 0.0 {
+        threshold
+    } else {
+        SAID_RELEVANCE_THRESHOLD + threshold - RELEVANCE_THRESHOLD - PROBE_ONLY_MARGIN
+    }
+}
+
 /// The closest cosine to the question's facet lines at which a statement is one the question
 /// anticipates ([`Judged::anticipated`]): a report names such a need as uncovered when no
 /// finding answers it, and leaves any other unsaid. Read off the history reports of `rudder eval
@@ -64,13 +85,29 @@ pub const RELEVANCE_WITH_FACETS_THRESHOLD: f32 = 0.37;
 /// (a deck oven, a toddler on a plane) at 0.45 and above; see the README.
 pub const ANTICIPATED_FACET_SIMILARITY: f32 = 0.45;
 
-/// The prompt for one statement: the question first (shared), the statement last.
-pub fn relevance_messages(query: &str, statement: &str) -> Result<Vec<Message>, ProfileError> {
-    let prompt = crate::prompts::render(
-        "profile_relevance",
-        minijinja::context! { query, statement },
-    )?;
-    Ok(vec![Message::user(prompt)])
+/// Which prompt judges a statement: one in the profile's form ("Has a budget of 120 dollars"),
+/// or a sentence the person wrote about themselves ("I set aside 120 dollars for sports gear"),
+/// which is shown to the model as what they told it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Judge {
+    Statement,
+    Said,
+}
+
+impl Judge {
+    fn prompt(self) -> &'static str {
+        match self {
+            Judge::Statement => "profile_relevance",
+            Judge::Said => "profile_relevance_said",
+        }
+    }
+
+    /// The prompt for one statement: the question first (shared), the statement last.
+    pub fn messages(self, query: &str, statement: &str) -> Result<Vec<Message>, ProfileError> {
+        let prompt =
+            crate::prompts::render(self.prompt(), minijinja::context! { query, statement })?;
+        Ok(vec![Message::user(prompt)])
+    }
 }
 
 /// Questions where nothing about a person matters. A statement's P(yes) for them is its bias:
@@ -80,6 +117,21 @@ pub fn relevance_messages(query: &str, statement: &str) -> Result<Vec<Message>, 
 pub const CONTRAST_QUESTIONS: &[&str] = &[
     "What is the capital of Australia?",
     "How do I convert degrees Celsius to Fahrenheit?",
+];
+
+/// Lines of a person's situation that matter for most questions (money, health, family,
+/// skill, what they own, place, time, how they want answers), in the first person as the
+/// facet lines are: a sentence the person wrote lies close to one of them whatever the
+/// question, where the model's facet lines for the question may miss it.
+pub const SITUATION_LINES: &[&str] = &[
+    "I can spend about 500 dollars on this",
+    "I have a health problem or injury that limits me",
+    "my family and kids will use it too",
+    "I am a beginner and new to this",
+    "I already own some equipment for this",
+    "the space I have at home is small",
+    "I only have a little time for this each week",
+    "please keep answers short and simple",
 ];
 
 /// One statement's judgement.
@@ -172,6 +224,16 @@ pub fn relevance(
     query: &str,
     statements: &[&str],
 ) -> Result<(Vec<Judged>, Usage), ProfileError> {
+    relevance_by(llm, Judge::Statement, query, statements)
+}
+
+/// [`relevance`] with the prompt of `judge`.
+pub fn relevance_by(
+    llm: &dyn Llm,
+    judge: Judge,
+    query: &str,
+    statements: &[&str],
+) -> Result<(Vec<Judged>, Usage), ProfileError> {
     let questions: Vec<&str> = std::iter::once(query)
         .chain(CONTRAST_QUESTIONS.iter().copied())
         .collect();
@@ -180,7 +242,7 @@ pub fn relevance(
         .flat_map(|s| questions.iter().map(move |q| (*q, *s)))
         .collect();
     let answers = map_concurrent(llm.parallelism(), &calls, |_, (question, statement)| {
-        let messages = relevance_messages(question, statement)?;
+        let messages = judge.messages(question, statement)?;
         probability_of_yes(llm, messages).map_err(ProfileError::from)
     });
     let mut usage = Usage::default();
@@ -246,6 +308,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(unchanged[0], judged_alone);
+    }
+
+    #[test]
+    fn the_said_bar_is_calibrated_at_the_defaults_and_moves_with_the_threshold() {
+        let default = RELEVANCE_THRESHOLD + PROBE_ONLY_MARGIN;
+        assert!((said_bar(default) - SAID_RELEVANCE_THRESHOLD).abs() < 1e-6);
+        assert!((said_bar(default + 0.1) - (SAID_RELEVANCE_THRESHOLD + 0.1)).abs() < 1e-6);
+        assert_eq!(said_bar(-1.0), -1.0);
     }
 
     #[test]

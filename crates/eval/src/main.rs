@@ -112,6 +112,10 @@ pub enum EvalCommand {
         set: Option<PathBuf>,
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Calibrate on what the planted users said about themselves in their chats (the
+        /// sentences memory keeps) instead of the profile-form statements.
+        #[arg(long)]
+        said: bool,
     },
     /// Calibrate the report's support judge: the chat model's P(yes) that a passage states a
     /// sentence, which way round, beside the embedding matcher, on the shipped support pairs
@@ -317,7 +321,12 @@ pub fn run(ctx: &Ctx, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
             reports,
             out,
         } => score_reports(ctx, &question, &reports, &out),
-        EvalCommand::Relevance { out, set, seed } => relevance(ctx, &out, set, seed),
+        EvalCommand::Relevance {
+            out,
+            set,
+            seed,
+            said,
+        } => relevance(ctx, &out, set, seed, said),
         EvalCommand::Support { out } => support_judge(ctx, &out),
         EvalCommand::FindingJudge { out, set, seed } => finding_judge(ctx, &out, set, seed),
         EvalCommand::NeedJudge { out } => need_judge(ctx, &out),
@@ -844,18 +853,32 @@ fn relevance(
     out: &std::path::Path,
     set_dir: Option<PathBuf>,
     seed: u64,
+    said: bool,
 ) -> anyhow::Result<ExitCode> {
-    use rudder_eval::relevance::{calibrate_relevance, markdown, planted_pairs, shipped_pairs};
+    use rudder_eval::relevance::{
+        calibrate_relevance, markdown, planted_pairs, said_pairs, said_sentences, shipped_pairs,
+    };
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let set_dir = set_dir.unwrap_or_else(|| out.join("set"));
     let set = rudder_eval::quality::open_or_write_set(&set_dir, seed)?;
     let store = ModelStore::open(&ctx.paths)?;
     let llm = rudder::llm::open_chat(&store, &ctx.settings, ctx.model.as_deref())?;
-    let mut pairs = planted_pairs(&set);
-    pairs.extend(shipped_pairs());
-    let embedder = open_embedder(ctx, &store)?;
     let progress = CountProgress::default();
-    let report = calibrate_relevance(llm.as_ref(), Some(&embedder), &pairs, &progress)?;
+    let pairs = if said {
+        let said = said_sentences(&set, &set_dir, &out.join("histories"), &progress)?;
+        said_pairs(&set, &said)
+    } else {
+        let mut pairs = planted_pairs(&set);
+        pairs.extend(shipped_pairs());
+        pairs
+    };
+    let embedder = open_embedder(ctx, &store)?;
+    let judge = if said {
+        rudder::profile::relevance::Judge::Said
+    } else {
+        rudder::profile::relevance::Judge::Statement
+    };
+    let report = calibrate_relevance(llm.as_ref(), Some(&embedder), &pairs, judge, &progress)?;
     rudder_eval::relevance::write(out, &report)?;
     println!("{}", markdown(&report));
     Ok(ExitCode::SUCCESS)

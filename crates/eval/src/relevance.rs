@@ -49,6 +49,9 @@ pub struct ScoredRelevance {
     /// was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub facet_similarity: Option<f32>,
+    /// The same with [`rudder::profile::relevance::SITUATION_LINES`] beside the facet lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub situation_similarity: Option<f32>,
 }
 
 /// A score of the pairs beside the judge's, measured the same way.
@@ -124,12 +127,113 @@ pub fn planted_pairs(set: &PlantedSet) -> Vec<RelevancePair> {
     out
 }
 
+/// What each user of the planted set said about themselves in their chats, as memory keeps it
+/// ([`rudder::profile::memory::said_in_chat`], no model call): per user, each sentence with the
+/// content hash of its session. The exports are imported into scratch histories under `work`.
+pub fn said_sentences(
+    set: &PlantedSet,
+    set_dir: &Path,
+    work: &Path,
+    progress: &dyn rudder::history::Progress,
+) -> Result<Vec<Vec<(String, String)>>, EvalError> {
+    use rudder::profile::memory::said_in_chat;
+    use std::collections::HashMap;
+    let mut said = Vec::new();
+    for (index, user) in set.users.iter().enumerate() {
+        let dir = crate::retrieval::scratch_dir(work, index, &user.id)?;
+        let (history, _) = crate::retrieval::import_scratch(
+            &dir,
+            &set_dir.join(&user.export),
+            &user.id,
+            progress,
+        )?;
+        let by_hash = crate::retrieval::ids_by_hash(&history)?;
+        let hash_of: HashMap<i64, &String> = by_hash.iter().map(|(h, id)| (*id, h)).collect();
+        let mut ids: Vec<i64> = by_hash.values().copied().collect();
+        ids.sort_unstable();
+        let entries = history
+            .store()
+            .get_many(&ids)
+            .map_err(rudder::history::HistoryError::from)?;
+        let mut sentences = Vec::new();
+        for entry in entries {
+            for noted in said_in_chat(&entry) {
+                sentences.push((noted.text, hash_of[&entry.id].clone()));
+            }
+        }
+        said.push(sentences);
+    }
+    Ok(said)
+}
+
+/// Pairs of what the people of the planted set said about themselves in their chats, as
+/// memory keeps it ([`rudder::profile::memory::said_in_chat`], no model call), against their
+/// own questions and two other users' first questions:
+/// * a sentence from a session that plants a need of the question is relevant to it; one
+///   from a session planting a tone need (how they want answers) is relevant to every
+///   question of theirs;
+/// * a sentence from a session that plants nothing (filler, distractors) is not: these are
+///   the person's own lines a profile must not drag in;
+/// * a sentence planting a need of their other question is left out (a runner's knee
+///   matters for her shoes and her training plan alike);
+/// * a sentence planting a need of another user's first question is not relevant to this
+///   one: personal, specific, and about something else.
+pub fn said_pairs(set: &PlantedSet, said: &[Vec<(String, String)>]) -> Vec<RelevancePair> {
+    let plants = |user: &rudder_synth::planted::PlantedUser, hash: &str| {
+        user.questions
+            .iter()
+            .flat_map(|q| q.needs.iter().map(move |n| (q, n)))
+            .filter(|(_, n)| n.sessions.iter().any(|h| h == hash))
+            .map(|(q, n)| (q.id.clone(), n.kind))
+            .collect::<Vec<_>>()
+    };
+    let mut out = Vec::new();
+    for (u, user) in set.users.iter().enumerate() {
+        for question in &user.questions {
+            let pair = |statement: &str, relevant: bool| RelevancePair {
+                group: question.id.clone(),
+                query: question.query.clone(),
+                statement: statement.to_string(),
+                relevant,
+            };
+            for (sentence, hash) in &said[u] {
+                let planted = plants(user, hash);
+                if planted.is_empty() {
+                    out.push(pair(sentence, false));
+                } else if planted
+                    .iter()
+                    .any(|(q, kind)| *q == question.id || *kind == NeedKind::Tone)
+                {
+                    out.push(pair(sentence, true));
+                }
+            }
+            for step in [1, 3] {
+                let o = (u + step) % set.users.len();
+                let other = &set.users[o];
+                let Some(first) = other.questions.first() else {
+                    continue;
+                };
+                for (sentence, hash) in &said[o] {
+                    if plants(other, hash)
+                        .iter()
+                        .any(|(q, kind)| *q == first.id && *kind != NeedKind::Tone)
+                    {
+                        out.push(pair(sentence, false));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Scores every pair with `llm` (pairs of one question together, so they share its prefix)
 /// and calibrates the threshold.
 pub fn calibrate_relevance(
     llm: &dyn Llm,
     embedder: Option<&dyn rudder::embed::Embedder>,
     pairs: &[RelevancePair],
+    judge: rudder::profile::relevance::Judge,
     progress: &dyn rudder::history::Progress,
 ) -> Result<RelevanceReport, EvalError> {
     let started = std::time::Instant::now();
@@ -144,12 +248,14 @@ pub fn calibrate_relevance(
     for (i, query) in queries.iter().enumerate() {
         let of_query: Vec<&RelevancePair> = pairs.iter().filter(|p| p.query == *query).collect();
         let statements: Vec<&str> = of_query.iter().map(|p| p.statement.as_str()).collect();
-        let (judged, cost) = rudder::profile::relevance::relevance(llm, query, &statements)
-            .map_err(|e| EvalError::Run {
-                case: query.to_string(),
-                system: "relevance".into(),
-                message: e.to_string(),
-            })?;
+        let (judged, cost) =
+            rudder::profile::relevance::relevance_by(llm, judge, query, &statements).map_err(
+                |e| EvalError::Run {
+                    case: query.to_string(),
+                    system: "relevance".into(),
+                    message: e.to_string(),
+                },
+            )?;
         usage += cost;
         let facet_similarity = match embedder {
             Some(embedder) => {
@@ -160,11 +266,12 @@ pub fn calibrate_relevance(
                         message,
                     })?;
                 usage += cost;
-                similarity.into_iter().map(Some).collect()
+                similarity
             }
-            None => vec![None; statements.len()],
+            None => vec![(None, None); statements.len()],
         };
-        for ((pair, j), facet_similarity) in of_query.into_iter().zip(judged).zip(facet_similarity)
+        for ((pair, j), (facet_similarity, situation_similarity)) in
+            of_query.into_iter().zip(judged).zip(facet_similarity)
         {
             scored.push(ScoredRelevance {
                 pair: pair.clone(),
@@ -172,6 +279,7 @@ pub fn calibrate_relevance(
                 bias: j.bias,
                 score: j.score(),
                 facet_similarity,
+                situation_similarity,
             });
         }
         progress.note(&format!(
@@ -197,12 +305,21 @@ pub fn calibrate_relevance(
     if scored.iter().all(|s| s.facet_similarity.is_some()) && !scored.is_empty() {
         let facets = |s: &ScoredRelevance| s.facet_similarity.unwrap_or(0.0);
         let both = |s: &ScoredRelevance| s.score + facets(s);
+        let situation = |s: &ScoredRelevance| s.situation_similarity.unwrap_or(0.0);
+        let judge_and_situation = |s: &ScoredRelevance| s.score + situation(s);
+        let half_judge = |s: &ScoredRelevance| 0.5 * s.score + facets(s);
         for (name, key) in [
             (
                 "facet similarity",
                 &facets as &dyn Fn(&ScoredRelevance) -> f32,
             ),
             ("P(yes) - bias + facet similarity", &both),
+            ("facets and situation lines", &situation),
+            (
+                "P(yes) - bias + facets and situation lines",
+                &judge_and_situation,
+            ),
+            ("(P(yes) - bias) / 2 + facet similarity", &half_judge),
         ] {
             others.push(OtherScore {
                 name: name.to_string(),
@@ -226,6 +343,10 @@ pub fn calibrate_relevance(
     })
 }
 
+/// A statement's closest cosine to the question's facet lines, and to them and the
+/// situation lines.
+type Similarities = (Option<f32>, Option<f32>);
+
 /// Each statement's highest cosine to the facet lines the model writes for `query` (the
 /// profile's facet probes: what this person may have told a chatbot about themselves that
 /// would change the answer).
@@ -234,18 +355,33 @@ fn facet_similarities(
     embedder: &dyn rudder::embed::Embedder,
     query: &str,
     statements: &[&str],
-) -> Result<(Vec<f32>, Usage), String> {
+) -> Result<(Vec<Similarities>, Usage), String> {
     use rudder::profile::expand::{expand, Expansion};
+    use rudder::profile::relevance::SITUATION_LINES;
     let expanded = expand(llm, query, Expansion::Facets).map_err(|e| e.to_string())?;
-    let similarity =
-        rudder::profile::relevance::facet_similarities(embedder, &expanded.facets(), statements)
-            .map_err(|e| e.to_string())?;
-    let similarity = if similarity.is_empty() {
-        vec![0.0; statements.len()]
-    } else {
-        similarity
+    let facets = expanded.facets();
+    let with_situation: Vec<String> = facets
+        .iter()
+        .cloned()
+        .chain(SITUATION_LINES.iter().map(|l| l.to_string()))
+        .collect();
+    let similarity = |lines: &[String]| {
+        rudder::profile::relevance::facet_similarities(embedder, lines, statements)
+            .map(|s| {
+                if s.is_empty() {
+                    vec![0.0; statements.len()]
+                } else {
+                    s
+                }
+            })
+            .map_err(|e| e.to_string())
     };
-    Ok((similarity, expanded.usage))
+    let both = similarity(&facets)?
+        .into_iter()
+        .zip(similarity(&with_situation)?)
+        .map(|(f, s)| (Some(f), Some(s)))
+        .collect();
+    Ok((both, expanded.usage))
 }
 
 /// The chance that a relevant pair scores above an irrelevant one (ties count half).
