@@ -1340,6 +1340,39 @@ mod tests {
         assert!(llm.prompts().is_empty());
     }
 
+    /// A judge that gives P(yes) `yes` to the prompts `when` picks and 0.1 to the rest.
+    fn judge_saying(yes: f32, when: impl Fn(&str) -> bool + Send + Sync + 'static) -> ScriptedLlm {
+        ScriptedLlm::new(move |prompt| {
+            let p = if when(prompt) { yes } else { 0.1 };
+            format!(r#"{{"probabilities":[{p},{}]}}"#, 1.0 - p)
+        })
+    }
+
+    /// What memory gives `query` with no embedder or facet lines.
+    fn ask(
+        judge: &ScriptedLlm,
+        history: &History,
+        query: &str,
+        candidates: usize,
+        threshold: f32,
+    ) -> FromMemory {
+        let you = You::load(history.store()).unwrap();
+        let question = relevance::Question {
+            text: query,
+            facets: &[],
+        };
+        relevant(
+            judge,
+            history.store(),
+            None,
+            &you,
+            question,
+            candidates,
+            threshold,
+        )
+        .unwrap()
+    }
+
     #[test]
     fn a_question_gets_the_remembered_statements_judged_relevant() {
         let (_dir, mut history, ids) = history_of(&[
@@ -1354,31 +1387,19 @@ mod tests {
         read_chats(&mut history);
         assert_eq!(history.store().memory().unwrap().len(), 2);
         // The judge: yes for the knee on the running question, no otherwise.
-        let judge = ScriptedLlm::new(|prompt| {
-            // A sentence the person wrote is shown as what they told the model, in quotes.
-            if prompt.contains("running shoes")
+        // A sentence the person wrote is shown as what they told the model, in quotes.
+        let judge = judge_saying(0.9, |prompt| {
+            prompt.contains("running shoes")
                 && prompt.contains("What they told you:")
                 && prompt.ends_with("\"My right knee is irritated, patellofemoral.\"")
-            {
-                r#"{"probabilities":[0.9,0.1]}"#.to_string()
-            } else {
-                r#"{"probabilities":[0.1,0.9]}"#.to_string()
-            }
         });
-        let you = You::load(history.store()).unwrap();
-        let got = relevant(
+        let got = ask(
             &judge,
-            history.store(),
-            None,
-            &you,
-            relevance::Question {
-                text: "Which running shoes should I buy?",
-                facets: &[],
-            },
+            &history,
+            "Which running shoes should I buy?",
             MEMORY_CANDIDATES,
             relevance::RELEVANCE_THRESHOLD,
-        )
-        .unwrap();
+        );
         assert_eq!(got.asked, 2);
         assert_eq!(got.phrases.len(), 1, "{:?}", got.phrases);
         assert_eq!(
@@ -1401,20 +1422,7 @@ mod tests {
                 }],
             )
             .unwrap();
-        let you = You::load(history.store()).unwrap();
-        let got = relevant(
-            &judge,
-            history.store(),
-            None,
-            &you,
-            relevance::Question {
-                text: "Which running shoes?",
-                facets: &[],
-            },
-            1,
-            0.25,
-        )
-        .unwrap();
+        let got = ask(&judge, &history, "Which running shoes?", 1, 0.25);
         assert_eq!(got.asked, 1);
         let judged = judge.prompts();
         assert!(
@@ -1431,20 +1439,7 @@ mod tests {
             .store()
             .hide_statement(&statement_key(knee), knee, &[ids[0]])
             .unwrap();
-        let you = You::load(history.store()).unwrap();
-        let got = relevant(
-            &judge,
-            history.store(),
-            None,
-            &you,
-            relevance::Question {
-                text: "Which running shoes?",
-                facets: &[],
-            },
-            24,
-            0.25,
-        )
-        .unwrap();
+        let got = ask(&judge, &history, "Which running shoes?", 24, 0.25);
         assert_eq!(got.asked, 2, "the gift and the bullet points");
         assert!(got.phrases.is_empty());
     }
@@ -1493,27 +1488,14 @@ mod tests {
             )
             .unwrap();
         // The same score for both: P(yes) 0.48 for the question, 0.10 for the contrast ones.
-        let judge = ScriptedLlm::new(|prompt| {
-            if prompt.contains("laptop") {
-                r#"{"probabilities":[0.48,0.52]}"#.to_string()
-            } else {
-                r#"{"probabilities":[0.1,0.9]}"#.to_string()
-            }
-        });
-        let you = You::load(history.store()).unwrap();
-        let got = relevant(
+        let judge = judge_saying(0.48, |prompt| prompt.contains("laptop"));
+        let got = ask(
             &judge,
-            history.store(),
-            None,
-            &you,
-            relevance::Question {
-                text: "Which laptop should I buy?",
-                facets: &[],
-            },
+            &history,
+            "Which laptop should I buy?",
             MEMORY_CANDIDATES,
             relevance::RELEVANCE_THRESHOLD + relevance::PROBE_ONLY_MARGIN,
-        )
-        .unwrap();
+        );
         assert_eq!(got.asked, 2);
         // 0.38 passes the note's bar (0.35, with no facet lines) and fails the sentence's
         // (0.42, calibrated on what people said).

@@ -83,6 +83,19 @@ pub struct RelevanceReport {
     pub scored: Vec<ScoredRelevance>,
 }
 
+fn pair_of(
+    question: &rudder_synth::planted::PlantedQuestion,
+    statement: &str,
+    relevant: bool,
+) -> RelevancePair {
+    RelevancePair {
+        group: question.id.clone(),
+        query: question.query.clone(),
+        statement: statement.to_string(),
+        relevant,
+    }
+}
+
 /// The shipped pairs (`data/relevance_pairs.jsonl`).
 pub fn shipped_pairs() -> Vec<RelevancePair> {
     RELEVANCE_PAIRS
@@ -98,12 +111,7 @@ pub fn planted_pairs(set: &PlantedSet) -> Vec<RelevancePair> {
     let mut out = Vec::new();
     for (u, user) in set.users.iter().enumerate() {
         for question in &user.questions {
-            let pair = |statement: &str, relevant: bool| RelevancePair {
-                group: question.id.clone(),
-                query: question.query.clone(),
-                statement: statement.to_string(),
-                relevant,
-            };
+            let pair = |statement: &str, relevant: bool| pair_of(question, statement, relevant);
             for need in &question.needs {
                 out.push(pair(&need.statement, true));
             }
@@ -190,12 +198,7 @@ pub fn said_pairs(set: &PlantedSet, said: &[Vec<(String, String)>]) -> Vec<Relev
     let mut out = Vec::new();
     for (u, user) in set.users.iter().enumerate() {
         for question in &user.questions {
-            let pair = |statement: &str, relevant: bool| RelevancePair {
-                group: question.id.clone(),
-                query: question.query.clone(),
-                statement: statement.to_string(),
-                relevant,
-            };
+            let pair = |statement: &str, relevant: bool| pair_of(question, statement, relevant);
             for (sentence, hash) in &said[u] {
                 let planted = plants(user, hash);
                 if planted.is_empty() {
