@@ -1340,6 +1340,24 @@ mod tests {
         assert!(llm.prompts().is_empty());
     }
 
+    /// Stores a note in memory as the model would have made it from `session`.
+    fn note(history: &mut History, text: &str, kind: &str, session: i64) {
+        history
+            .store_mut_for_profiles()
+            .remember(
+                "test",
+                &[],
+                &[],
+                &[NewMemory {
+                    key: statement_key(text),
+                    text: text.into(),
+                    kind: kind.into(),
+                    session,
+                }],
+            )
+            .unwrap();
+    }
+
     /// A judge that gives P(yes) `yes` to the prompts `when` picks and 0.1 to the rest.
     fn judge_saying(yes: f32, when: impl Fn(&str) -> bool + Send + Sync + 'static) -> ScriptedLlm {
         ScriptedLlm::new(move |prompt| {
@@ -1408,20 +1426,12 @@ mod tests {
         );
         assert_eq!(got.phrases[0].session, ids[0]);
         // How the person likes answers is judged whatever the embedding says, and first.
-        history
-            .store_mut_for_profiles()
-            .remember(
-                "test",
-                &[],
-                &[],
-                &[NewMemory {
-                    key: statement_key("Wants short bullet points"),
-                    text: "Wants short bullet points".into(),
-                    kind: "presentation".into(),
-                    session: ids[1],
-                }],
-            )
-            .unwrap();
+        note(
+            &mut history,
+            "Wants short bullet points",
+            "presentation",
+            ids[1],
+        );
         let got = ask(&judge, &history, "Which running shoes?", 1, 0.25);
         assert_eq!(got.asked, 1);
         let judged = judge.prompts();
@@ -1473,20 +1483,12 @@ mod tests {
             0,
         )]);
         read_chats(&mut history);
-        history
-            .store_mut_for_profiles()
-            .remember(
-                "test",
-                &[],
-                &[],
-                &[NewMemory {
-                    key: statement_key("Has a budget of 600 pounds"),
-                    text: "Has a budget of 600 pounds".into(),
-                    kind: "constraint".into(),
-                    session: ids[0],
-                }],
-            )
-            .unwrap();
+        note(
+            &mut history,
+            "Has a budget of 600 pounds",
+            "constraint",
+            ids[0],
+        );
         // The same score for both: P(yes) 0.48 for the question, 0.10 for the contrast ones.
         let judge = judge_saying(0.48, |prompt| prompt.contains("laptop"));
         let got = ask(
