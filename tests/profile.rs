@@ -522,10 +522,7 @@ fn relevance_is_judged_in_one_pass_per_statement_with_the_question_cached() {
     .unwrap();
     assert_eq!(usage.calls, (said.len() * per_statement) as u64);
     assert_eq!(usage.generated_tokens, 0, "no generation: {usage:?}");
-    let lines: Vec<String> = rudder::profile::relevance::SITUATION_LINES
-        .iter()
-        .map(|l| l.to_string())
-        .collect();
+    let lines = rudder::profile::relevance::with_situation_lines(&[]);
     rudder::profile::relevance::with_facets(&mut judged, &embedder, &lines, &said).unwrap();
     assert!(
         judged[1].facet_similarity > judged[0].facet_similarity,

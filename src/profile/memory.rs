@@ -858,15 +858,14 @@ pub fn relevant(
         return Ok(FromMemory::default());
     }
     if let Some(e) = embedder {
-        // Closest to the question or to one of its facet lines: a note that matters shares
-        // few words with the question ("Has knee pain after long shifts" for running shoes,
-        // cosine 0.12) but reads like the situation a facet line guesses ("my knee hurts
-        // after long runs").
-        // What the person wrote is ranked by the situation lines too: "I have about 600
-        // pounds left" is far from a laptop question and from lines the model guessed for it.
+        // Closest to the question, to one of its facet lines or to a situation line: a note
+        // that matters shares few words with the question ("Has knee pain after long shifts"
+        // for running shoes, cosine 0.12) but reads like the situation a facet line guesses
+        // ("my knee hurts after long runs"), and "I have about 600 pounds left" is far from a
+        // laptop question and the lines the model guessed for it, but close to "I can spend
+        // about 500 dollars on this".
         let anchors: Vec<String> = std::iter::once(query.to_string())
-            .chain(facets.iter().cloned())
-            .chain(relevance::SITUATION_LINES.iter().map(|l| l.to_string()))
+            .chain(relevance::with_situation_lines(facets))
             .collect();
         let texts: Vec<&str> = rows.iter().map(|r| r.text.as_str()).collect();
         let closest = relevance::facet_similarities(e, &anchors, &texts)?;
@@ -946,11 +945,7 @@ fn judge_rows(
         usage += cost;
         if let Some(e) = embedder {
             let lines: Vec<String> = if is_said {
-                facets
-                    .iter()
-                    .cloned()
-                    .chain(relevance::SITUATION_LINES.iter().map(|l| l.to_string()))
-                    .collect()
+                relevance::with_situation_lines(facets)
             } else {
                 facets.to_vec()
             };

@@ -134,6 +134,16 @@ pub const SITUATION_LINES: &[&str] = &[
     "please keep answers short and simple",
 ];
 
+/// The question's facet lines followed by the [`SITUATION_LINES`]: what a sentence the person
+/// wrote is compared with.
+pub fn with_situation_lines(facets: &[String]) -> Vec<String> {
+    facets
+        .iter()
+        .cloned()
+        .chain(SITUATION_LINES.iter().map(|l| l.to_string()))
+        .collect()
+}
+
 /// One statement's judgement.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Judged {

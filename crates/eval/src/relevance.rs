@@ -360,14 +360,9 @@ fn facet_similarities(
     statements: &[&str],
 ) -> Result<(Vec<Similarities>, Usage), String> {
     use rudder::profile::expand::{expand, Expansion};
-    use rudder::profile::relevance::SITUATION_LINES;
     let expanded = expand(llm, query, Expansion::Facets).map_err(|e| e.to_string())?;
     let facets = expanded.facets();
-    let with_situation: Vec<String> = facets
-        .iter()
-        .cloned()
-        .chain(SITUATION_LINES.iter().map(|l| l.to_string()))
-        .collect();
+    let with_situation = rudder::profile::relevance::with_situation_lines(&facets);
     let similarity = |lines: &[String]| {
         rudder::profile::relevance::facet_similarities(embedder, lines, statements)
             .map(|s| {
