@@ -451,3 +451,71 @@ fn a_small_model_writes_short_bullet_points_for_a_reader_who_wants_them() {
         .contains("Wants short bullet points from now on"));
     assert!(!prose.markdown.contains("Written as you like answers"));
 }
+
+#[test]
+fn a_budget_is_met_by_the_prices_found_and_said_in_code_beside_the_model_s_prose() {
+    let models = common::store();
+    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
+    let llm = common::small_model();
+    let (mut tree, mut learnings, mut evidence) = fixture();
+    // Two teapots the shop prices, under the direction on what tea costs.
+    let passage = "A glass teapot for loose tea costs about 20 to 25 euros. A cast-iron \
+                   tetsubin kettle from Japan costs 60 to 90 euros.";
+    evidence.insert(
+        "doc:teapots".into(),
+        Evidence {
+            target: CitationTarget::Document {
+                path: "/tmp/teapots.md".into(),
+                chunk: 0,
+                page: None,
+                url: None,
+                name: Some("teapots.md".into()),
+            },
+            title: "Teapots".into(),
+            text: passage.into(),
+            score: 1.0,
+        },
+    );
+    let node = tree.nodes.len() - 1;
+    for text in [
+        "A glass teapot for loose tea costs about 20 to 25 euros.",
+        "A cast-iron tetsubin kettle from Japan costs 60 to 90 euros.",
+    ] {
+        let id = learnings.len();
+        learnings.push(Learning {
+            id,
+            node,
+            text: text.into(),
+            sources: vec!["doc:teapots".into()],
+        });
+        tree.nodes[node].learnings.push(id);
+    }
+    let persona = Persona::default();
+    let needs = vec!["you can spend at most 30 euros on tea things".to_string()];
+    let input = ReportInput {
+        needs: &needs,
+        ..tea_input(&tree, &learnings, &evidence, &persona)
+    };
+    let (report, _) = report::write(&llm, &embedder, &input, &mut |_, _| {}).unwrap();
+    eprintln!("{}", report.markdown);
+    let needs_section = report.sections.last().unwrap();
+    assert_eq!(needs_section.heading, report::NEEDS_HEADING);
+    assert_eq!(
+        needs_section.paragraphs[0].text,
+        "Within your budget of 30 euros: A glass teapot for loose tea costs about 20 to 25 \
+         euros. Above your budget of 30 euros: A cast-iron tetsubin kettle from Japan costs 60 to \
+         90 euros."
+    );
+    assert!(
+        !report.markdown.contains("do not cover"),
+        "{}",
+        report.markdown
+    );
+    // The per-100-grams price is a rate, not a price to hold against the budget: it stays in
+    // the body, where the model writes about it.
+    assert!(
+        !needs_section.paragraphs[0].text.contains("100 grams"),
+        "{}",
+        report.markdown
+    );
+}

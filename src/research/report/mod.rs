@@ -287,7 +287,9 @@ pub fn write(
         .map(|&l| input.learnings[l].text.clone())
         .collect();
 
-    if outline.summary.is_empty() {
+    // Nothing to open with and no need answered: no findings, or none on the question. (Every
+    // finding can also go to the reader's needs; the needs section then opens the report.)
+    if outline.summary.is_empty() && outline.needs.iter().all(|n| n.learnings.is_empty()) {
         let mut report = Report {
             title: super::tree::one_line(input.query, 200),
             query: asked.to_string(),
@@ -355,20 +357,28 @@ pub fn write(
     }
     // The opening answer: when it restates the body, it is taken last, and what it repeats of
     // the body is its purpose, not a repeat.
-    jobs.push(Job {
-        slot: Slot::Summary,
-        work: Work::Paragraph {
-            learnings: &outline.summary,
-            prompt: Prompt::new("report_summary", query, "", facts(&outline.summary), style),
-        },
-    });
+    if !outline.summary.is_empty() {
+        jobs.push(Job {
+            slot: Slot::Summary,
+            work: Work::Paragraph {
+                learnings: &outline.summary,
+                prompt: Prompt::new("report_summary", query, "", facts(&outline.summary), style),
+            },
+        });
+    }
     // What this means for you: each need with the findings that answer it, then the needs
     // no finding answers, in one plain sentence.
     let mut uncovered = Vec::new();
+    // Budgets met by prices: said in code after the drafts, so their citations number in
+    // reading order.
+    let mut priced = Vec::new();
     for need in &outline.needs {
         if need.learnings.is_empty() {
             if need.named_when_uncovered {
-                uncovered.push(need.label.clone());
+                uncovered.push(match crate::checks::money::budget(&need.label) {
+                    Some(budget) => format!("your budget of {budget}"),
+                    None => need.label.clone(),
+                });
             } else {
                 tracing::info!(
                     need = %need.label,
@@ -378,6 +388,10 @@ pub fn write(
             continue;
         }
         if need.aspect {
+            continue;
+        }
+        if let Some(budget) = need.budget {
+            priced.push((budget, &need.learnings));
             continue;
         }
         jobs.push(Job {
@@ -493,6 +507,18 @@ pub fn write(
             // Each job is drafted by the work it names.
             _ => unreachable!("a draft of another kind than its job"),
         }
+    }
+    for (budget, learnings) in priced {
+        let findings: Vec<(usize, &str)> = learnings
+            .iter()
+            .map(|&l| (l, input.learnings[l].text.as_str()))
+            .collect();
+        let (text, cited) = needs::for_budget(&budget, &findings);
+        let cited: Vec<&Learning> = cited.into_iter().flat_map(with_merged).collect();
+        answered.push(Paragraph {
+            text,
+            citations: citations.cite(&cited, input.evidence),
+        });
     }
     // A need some sentence of the report does answer is not called uncovered (the coverage
     // cut reflection uses to cancel a task a finding already answers).

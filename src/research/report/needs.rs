@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use super::outline::tidy_sentence;
 use super::prose::Fact;
+use crate::checks::money::{Budget, Fit};
 use crate::checks::text::{content_words, heading_debris, jaccard, NEAR_DUPLICATE_JACCARD};
 
 /// Needs answered at most: each costs a small call, and a long list reads as a form.
@@ -433,6 +434,39 @@ pub(super) fn for_need(label: &str, fact: &Fact) -> String {
     }
 }
 
+/// The findings that state a price in the reader's budget's currency, each said with how it
+/// stands to the budget, by code: "Within your budget of 120 dollars: Cushioned daily trainers
+/// cost about 100 to 110 dollars." Those within it come first, then those partly within, then
+/// those above; returns the paragraph and the findings (ids) in its order. The comparison is
+/// arithmetic, which the small model gets wrong ("you have a budget" was listed as not covered
+/// two lines below shoes at 100 to 110 dollars for a reader with 120).
+pub(super) fn for_budget(budget: &Budget, findings: &[(usize, &str)]) -> (String, Vec<usize>) {
+    let mut fitted: Vec<(Fit, usize, String)> = findings
+        .iter()
+        .filter_map(|&(l, text)| {
+            let text = tidy_sentence(text);
+            Some((budget.fit(&text)?, l, text))
+        })
+        .collect();
+    // Stable: findings of one fit keep their order.
+    fitted.sort_by_key(|f| f.0);
+    let sentences: Vec<String> = fitted
+        .iter()
+        .map(|(fit, _, text)| {
+            let how = match fit {
+                Fit::Within => "Within",
+                Fit::Partly => "Partly within",
+                Fit::Above => "Above",
+            };
+            format!("{how} your budget of {budget}: {text}")
+        })
+        .collect();
+    (
+        sentences.join(" "),
+        fitted.into_iter().map(|(_, l, _)| l).collect(),
+    )
+}
+
 /// First words of a finding that are lower-cased mid-sentence (not names).
 const OPENERS_TO_LOWER: &[&str] = &[
     "the", "a", "an", "it", "its", "this", "these", "those", "there", "most", "many", "some",
@@ -514,6 +548,27 @@ mod tests {
             uncovered_sentence(&["a budget".into(), "safety".into()]),
             "The sources found do not cover: a budget; safety."
         );
+    }
+
+    #[test]
+    fn prices_are_said_with_how_they_stand_to_the_budget_within_first() {
+        let budget = crate::checks::money::budget("you have limited budget (120 dollars)")
+            .expect("a budget");
+        let (text, order) = for_budget(
+            &budget,
+            &[
+                (3, "carbon-plated racing shoes cost 200 to 275 dollars"),
+                (5, "Cushioning protects the knee."),
+                (7, "Cushioned daily trainers cost about 100 to 110 dollars."),
+            ],
+        );
+        assert_eq!(
+            text,
+            "Within your budget of 120 dollars: Cushioned daily trainers cost about 100 to 110 \
+             dollars. Above your budget of 120 dollars: Carbon-plated racing shoes cost 200 to \
+             275 dollars."
+        );
+        assert_eq!(order, vec![7, 3]);
     }
 
     #[test]

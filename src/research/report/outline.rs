@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::needs::need_label;
 use super::ReportInput;
+use crate::checks::money::{self, Budget, Fit};
 use crate::checks::text::{
     content_words, dominant_script, foreign_script, jaccard, sentence_debris,
     NEAR_DUPLICATE_JACCARD,
@@ -110,6 +111,10 @@ pub(super) struct PlannedNeed {
     /// Whether the report names it when no finding answers it: a topic the user asked for, or
     /// a need the question anticipates (not one of [`ReportInput::unanticipated_needs`]).
     pub named_when_uncovered: bool,
+    /// The reader's budget, when the need is one ([`money::budget`]) and its learnings are the
+    /// findings that state a price in its currency: the report then says in code how each
+    /// price stands to it.
+    pub budget: Option<Budget>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -236,6 +241,10 @@ pub(super) fn outline(
                 .map(|v| (*k, v.as_slice()))
         })
         .collect();
+    let tidy_of = |l: usize| -> &str {
+        let i = candidates.iter().position(|&c| c == l).unwrap_or(0);
+        tidy[i].as_str()
+    };
     let vector = |l: usize| -> &[f32] {
         let i = candidates.iter().position(|&c| c == l).unwrap_or(0);
         &vectors[i]
@@ -495,8 +504,20 @@ pub(super) fn outline(
         }
         _ => BTreeMap::new(),
     };
+    // A need that is a budget ("you have limited budget (120 dollars)") is met by the findings
+    // that state a price in its currency, whatever their embeddings: "Cushioned daily trainers
+    // cost about 100 to 110 dollars" is 0.17 to it. Such a finding goes to it before any other
+    // need, those within the budget first.
+    let budgets: Vec<Option<Budget>> = input.needs[..reader_needs]
+        .iter()
+        .map(|n| money::budget(n))
+        .collect();
     for s in &sections {
         for &l in &s.2 {
+            let priced = budgets
+                .iter()
+                .enumerate()
+                .find_map(|(n, b)| Some((n, b.as_ref()?.fit(tidy_of(l))?)));
             let best = need_vectors[..reader_needs]
                 .iter()
                 .enumerate()
@@ -515,11 +536,19 @@ pub(super) fn outline(
                     .filter(|&(_, s)| s >= threshold)
                     .max_by(|a, b| a.1.total_cmp(&b.1))
             });
-            match (best, judged) {
-                (Some((n, score)), _) if score >= NEED_MATCH_COSINE => {
+            match (priced, best, judged) {
+                (Some((n, fit)), _, _) => {
+                    let rank = match fit {
+                        Fit::Within => 4.0,
+                        Fit::Partly => 3.5,
+                        Fit::Above => 3.0,
+                    };
+                    answers[n].push((rank, l));
+                }
+                (_, Some((n, score)), _) if score >= NEED_MATCH_COSINE => {
                     answers[n].push((1.0 + score, l));
                 }
-                (_, Some((n, score))) => {
+                (_, _, Some((n, score))) => {
                     tracing::debug!(
                         need = %labels[n],
                         score,
@@ -547,15 +576,26 @@ pub(super) fn outline(
         let mut learnings: Vec<usize> = found.into_iter().map(|(_, l)| l).collect();
         learnings.sort_by_key(|l| kept.iter().position(|k| k == l));
         let aspect = n >= reader_needs;
+        let named_when_uncovered = aspect || !input.unanticipated_needs.contains(&input.needs[n]);
+        // A budget met by prices is said with them alone (they rank first, so a finding the
+        // judge gave it besides stays in the body).
+        let budget = budgets
+            .get(n)
+            .copied()
+            .flatten()
+            .filter(|b| learnings.iter().any(|&l| b.fit(tidy_of(l)).is_some()));
+        if let Some(b) = budget {
+            learnings.retain(|&l| b.fit(tidy_of(l)).is_some());
+        }
         if !aspect {
             given.extend(&learnings);
         }
-        let named_when_uncovered = aspect || !input.unanticipated_needs.contains(&input.needs[n]);
         needs.push(PlannedNeed {
             label,
             learnings,
             aspect,
             named_when_uncovered,
+            budget,
         });
     }
     for s in &mut sections {

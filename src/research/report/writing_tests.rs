@@ -613,6 +613,62 @@ fn needs_get_their_findings_or_one_plain_sentence() {
 }
 
 #[test]
+fn a_budget_gets_the_prices_in_its_currency_said_in_code_with_how_each_stands_to_it() {
+    const PRICES: &[&str] = &[
+        "A glass teapot to brew tea costs 60 euros.",
+        "A class on how to brew tea costs 15 euros a month.",
+        "Loose tea to brew at home costs about 10 to 20 euros a packet.",
+        "Assam black tea is grown in the lowlands of India.",
+    ];
+    let f = fixture(&[
+        ("How is green tea brewed?", GREEN),
+        ("What does tea cost?", PRICES),
+    ]);
+    let needs = vec!["you have a budget of 25 euros for tea".to_string()];
+    let need_calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = need_calls.clone();
+    let llm = Script::new(move |prompt: &str| {
+        if prompt.contains(NEED) {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        faithful(prompt)
+    });
+    let (report, _) = write_with(&llm, &f, &needs);
+    assert_clean(&report);
+    let section = report.sections.last().unwrap();
+    assert_eq!(section.heading, NEEDS_HEADING, "{}", report.markdown);
+    // Within first, then above; the rate (per month) is no price to compare, and stays in
+    // the body with the other findings. No call writes the budget's paragraph.
+    assert_eq!(
+        section.paragraphs[0].text,
+        "Within your budget of 25 euros: Loose tea to brew at home costs about 10 to 20 euros a \
+         packet. Above your budget of 25 euros: A glass teapot to brew tea costs 60 euros.",
+        "{}",
+        report.markdown
+    );
+    assert_eq!(section.paragraphs[0].citations.len(), 2);
+    assert_eq!(need_calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(report.markdown.matches("glass teapot").count(), 1);
+    assert!(report.markdown.contains(PRICES[1]), "{}", report.markdown);
+    assert!(
+        !report.markdown.contains("do not cover"),
+        "{}",
+        report.markdown
+    );
+
+    // With no price in its currency, the budget is named as not covered, said plainly.
+    let f = fixture(&[("How is green tea brewed?", GREEN)]);
+    let (report, _) = write_with(&llm, &f, &needs);
+    assert!(
+        report
+            .markdown
+            .contains("The sources found do not cover: your budget of 25 euros."),
+        "{}",
+        report.markdown
+    );
+}
+
+#[test]
 fn a_need_the_question_does_not_anticipate_is_answered_but_never_named_as_uncovered() {
     // The Assam need and flying cars are needs the question's facet lines do not anticipate:
     // the Assam finding still answers the first; the second is left unsaid, not printed back
