@@ -171,6 +171,32 @@ pub fn budget(text: &str) -> Option<Budget> {
     })
 }
 
+/// Whether `text` speaks of what the reader can spend without saying how much ("you have a
+/// budget", "wants to spend less").
+pub fn speaks_of_money(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    prices(text).is_empty()
+        && lower
+            .split(|c: char| !c.is_alphanumeric())
+            .any(|w| MONEY_WORDS.contains(&w))
+}
+
+/// Words of money and spending, for [`speaks_of_money`].
+const MONEY_WORDS: &[&str] = &[
+    "budget",
+    "budgets",
+    "spend",
+    "spending",
+    "afford",
+    "money",
+    "price",
+    "prices",
+    "cheap",
+    "expensive",
+    "cost",
+    "costs",
+];
+
 /// Words that make an amount in a sentence about the reader what they can spend.
 const SPENDING_WORDS: &[&str] = &[
     "budget", "budgets", "spend", "spending", "spare", "afford", "max", "maximum", "limit",
@@ -420,6 +446,9 @@ mod tests {
         ] {
             assert_eq!(budget(text), None, "{text}");
         }
+        assert!(speaks_of_money("you have a budget"));
+        assert!(!speaks_of_money("you have a budget of 120 dollars"));
+        assert!(!speaks_of_money("you have knee pain"));
         let budget = budget("I can spend 2000 euros").expect("a budget");
         assert_eq!(budget.to_string(), "2,000 euros");
     }

@@ -426,8 +426,9 @@ pub(super) fn for_need(label: &str, fact: &Fact) -> String {
             .map(|c| c.to_lowercase().collect::<String>() + chars.as_str())
             .unwrap_or_default();
         format!("Since {label}, {lowered}")
-    } else if label.starts_with("you ") {
-        // "On you have knee pain: …" is not English; a finding that opens on a name stays whole.
+    } else if label.starts_with("you ") || label.starts_with("your ") {
+        // "On you have knee pain: …" is not English, nor "On your ears ring after gigs: …"; a
+        // finding that opens on a name stays whole.
         format!("Since {label}: {text}")
     } else {
         format!("On {label}: {text}")
@@ -543,6 +544,13 @@ mod tests {
                 &fact("Brooks makes many road shoes in wide fittings.")
             ),
             "Since you have knee pain: Brooks makes many road shoes in wide fittings."
+        );
+        assert_eq!(
+            for_need(
+                "your ears ring after gigs",
+                &fact("Custom-moulded earplugs seal better.")
+            ),
+            "Since your ears ring after gigs: Custom-moulded earplugs seal better."
         );
         assert_eq!(
             uncovered_sentence(&["a budget".into(), "safety".into()]),

@@ -245,6 +245,16 @@ pub(super) fn outline(
         let i = candidates.iter().position(|&c| c == l).unwrap_or(0);
         tidy[i].as_str()
     };
+    // A need that is a budget ("you have limited budget (120 dollars)") is met by the findings
+    // that state a price in its currency, whatever their embeddings: "Cushioned daily trainers
+    // cost about 100 to 110 dollars" is 0.17 to it.
+    let budgets: Vec<Option<Budget>> = input.needs.iter().map(|n| money::budget(n)).collect();
+    let priced_for_reader = |l: usize| {
+        budgets
+            .iter()
+            .flatten()
+            .any(|b| b.fit(tidy_of(l)).is_some())
+    };
     let vector = |l: usize| -> &[f32] {
         let i = candidates.iter().position(|&c| c == l).unwrap_or(0);
         &vectors[i]
@@ -324,6 +334,14 @@ pub(super) fn outline(
                     tracing::debug!(
                         "report: finding {l} kept though the judge scores it {score:.2}: \
                          its cosine to the question is {close:.2}"
+                    );
+                } else if close >= OFF_TOPIC_FINDING && priced_for_reader(l) {
+                    // What the thing costs is on the question for a reader with a budget: the
+                    // judge left out "A pair costs about 150 to 200 euros" for an earplug
+                    // question whose reader can spend 200 euros.
+                    tracing::debug!(
+                        "report: finding {l} kept though the judge scores it {score:.2}: it \
+                         gives a price in the currency of the reader's budget"
                     );
                 } else {
                     off.push((l, score, close));
@@ -504,14 +522,8 @@ pub(super) fn outline(
         }
         _ => BTreeMap::new(),
     };
-    // A need that is a budget ("you have limited budget (120 dollars)") is met by the findings
-    // that state a price in its currency, whatever their embeddings: "Cushioned daily trainers
-    // cost about 100 to 110 dollars" is 0.17 to it. Such a finding goes to it before any other
-    // need, those within the budget first.
-    let budgets: Vec<Option<Budget>> = input.needs[..reader_needs]
-        .iter()
-        .map(|n| money::budget(n))
-        .collect();
+    // A need that is a budget is met by the findings that state a price in its currency (see
+    // `budgets` above), before any other need, those within the budget first.
     for s in &sections {
         for &l in &s.2 {
             let priced = budgets
@@ -569,14 +581,25 @@ pub(super) fn outline(
     }
     let mut needs = Vec::new();
     let mut given: Vec<usize> = Vec::new();
+    // "you have a budget" beside "you have limited budget (120 dollars)" says the same with
+    // less: it takes no finding and is never named as uncovered.
+    let has_budget = budgets.iter().any(Option::is_some);
     for (n, (label, mut found)) in labels.into_iter().zip(answers).enumerate() {
+        let vaguer_budget = n < reader_needs
+            && has_budget
+            && budgets[n].is_none()
+            && money::speaks_of_money(&input.needs[n]);
+        if vaguer_budget {
+            found.clear();
+        }
         found.sort_by(|a, b| b.0.total_cmp(&a.0));
         found.truncate(NEED_LEARNINGS);
         // Tree order reads better than score order.
         let mut learnings: Vec<usize> = found.into_iter().map(|(_, l)| l).collect();
         learnings.sort_by_key(|l| kept.iter().position(|k| k == l));
         let aspect = n >= reader_needs;
-        let named_when_uncovered = aspect || !input.unanticipated_needs.contains(&input.needs[n]);
+        let named_when_uncovered =
+            aspect || (!vaguer_budget && !input.unanticipated_needs.contains(&input.needs[n]));
         // A budget met by prices is said with them alone (they rank first, so a finding the
         // judge gave it besides stays in the body).
         let budget = budgets
@@ -606,7 +629,7 @@ pub(super) fn outline(
     // query. With enough findings for a body, the summary restates them and the body keeps
     // them (the opening answer agrees with the body); with a few, the summary says them once.
     let body_findings: usize = sections.iter().map(|s| s.2.len()).sum();
-    let summary_restates = body_findings >= RESTATING_SUMMARY_FINDINGS;
+    let mut summary_restates = body_findings >= RESTATING_SUMMARY_FINDINGS;
     let mut summary = Vec::new();
     let mut by_strength: Vec<(f32, usize, usize)> = Vec::new();
     for (index, s) in sections.iter().enumerate() {
@@ -640,6 +663,17 @@ pub(super) fn outline(
         if !summary_restates {
             sections[index].2.retain(|&l| l != best);
         }
+    }
+    // Every finding went to the reader's needs: the opening restates the strongest of them,
+    // so the report still opens with an answer.
+    if summary.is_empty() && !given.is_empty() {
+        let mut strongest = given.clone();
+        strongest.sort_by(|&a, &b| {
+            cosine(vector(b), &query_vector).total_cmp(&cosine(vector(a), &query_vector))
+        });
+        strongest.retain(|&l| !leans_on_context(&input.learnings[l].text));
+        summary = strongest.into_iter().take(SUMMARY_LEARNINGS).collect();
+        summary_restates = true;
     }
     // Reading order: the sections' order.
     summary.sort_by_key(|l| kept.iter().position(|k| k == l));

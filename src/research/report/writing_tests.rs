@@ -669,6 +669,64 @@ fn a_budget_gets_the_prices_in_its_currency_said_in_code_with_how_each_stands_to
 }
 
 #[test]
+fn a_price_for_a_reader_with_a_budget_stays_whatever_the_judge_and_the_report_still_opens() {
+    // A tea-party finding that gives a price: the judge says no to both tea-party findings,
+    // but the price is kept for the reader with a budget in euros; "you have a budget" says
+    // the same with less and is not named as uncovered. Every finding kept goes to the
+    // budget, and the opening restates it.
+    const PRICED_PARTY: &[&str] = &[
+        "Tea parties gather guests each afternoon.",
+        "A tea party set costs 40 euros.",
+    ];
+    let f = fixture(&[("How should tea parties brew tea?", PRICED_PARTY)]);
+    let judge = |prompt: &str| -> String {
+        if prompt.contains(FINDING_JUDGE) {
+            let p = if prompt.contains(crate::checks::judge::FINDING_CONTRAST_QUESTION) {
+                0.3
+            } else {
+                0.35
+            };
+            format!(r#"{{"probabilities":[{p},{}]}}"#, 1.0 - p)
+        } else {
+            faithful(prompt)
+        }
+    };
+    let persona = Persona::default();
+    let needs = vec![
+        "you have a budget".to_string(),
+        "you can spend 50 euros on tea things".to_string(),
+    ];
+    let input = ReportInput {
+        needs: &needs,
+        finding_judge: Some(0.19),
+        ..tea_input(&f, &persona)
+    };
+    let (report, _) = write(&Script::new(judge), &Words, &input, &mut |_, _| {}).unwrap();
+    assert_clean(&report);
+    assert!(
+        !report.markdown.contains(PRICED_PARTY[0]),
+        "{}",
+        report.markdown
+    );
+    let section = report.sections.last().unwrap();
+    assert_eq!(
+        section
+            .paragraphs
+            .iter()
+            .map(|p| p.text.as_str())
+            .collect::<Vec<_>>(),
+        ["Within your budget of 50 euros: A tea party set costs 40 euros."],
+        "{}",
+        report.markdown
+    );
+    assert!(
+        report.summary.text.contains("40 euros"),
+        "{}",
+        report.markdown
+    );
+}
+
+#[test]
 fn a_need_the_question_does_not_anticipate_is_answered_but_never_named_as_uncovered() {
     // The Assam need and flying cars are needs the question's facet lines do not anticipate:
     // the Assam finding still answers the first; the second is left unsaid, not printed back
