@@ -68,6 +68,18 @@ pub struct Price {
 /// ("100 to 110 dollars", "between 400 and 700 pounds", "$100–$110") is one price. A bare
 /// number, a percentage and a weight in pounds ("weighs 60 pounds") are not money.
 pub fn prices(text: &str) -> Vec<Price> {
+    stated(text).into_iter().map(|s| s.price).collect()
+}
+
+/// A price and its words as `text` states them ("$85", "100 to 110 dollars").
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stated {
+    pub price: Price,
+    pub text: String,
+}
+
+/// Every amount of money `text` states, as [`prices`] reads them, each with its words.
+pub fn stated(text: &str) -> Vec<Stated> {
     let tokens = tokens(text);
     let mut out = Vec::new();
     let mut i = 0;
@@ -130,10 +142,13 @@ pub fn prices(text: &str) -> Vec<Price> {
                             .is_some_and(|one| RATE_UNITS.contains(&one))
                 });
         if let Some(currency) = currency.filter(|_| !rate) {
-            out.push(Price {
-                low: first,
-                high,
-                currency,
+            out.push(Stated {
+                price: Price {
+                    low: first,
+                    high,
+                    currency,
+                },
+                text: tokens[i..next].join(" "),
             });
         }
         i = next;
@@ -395,6 +410,11 @@ mod tests {
             read("Tea costs 20 euros a packet."),
             vec![(20.0, 20.0, Euro)]
         );
+        let words: Vec<String> = stated("From $85 (or 100 to 110 dollars).")
+            .into_iter()
+            .map(|s| s.text)
+            .collect();
+        assert_eq!(words, ["$85", "100 to 110 dollars"]);
     }
 
     #[test]

@@ -529,11 +529,6 @@ const MONEY_WORDS: &[&str] = &[
     "spending",
 ];
 
-/// Currency words that follow an amount ("120 dollars").
-const CURRENCY_WORDS: &[&str] = &[
-    "dollar", "dollars", "euro", "euros", "pound", "pounds", "usd", "eur", "gbp", "bucks",
-];
-
 /// The amount of money `source` states when `phrase` speaks of money without any number:
 /// "Has limited budget" read from "I set aside 120 dollars for sports gear" has lost what
 /// makes the constraint useful. `None` when the source states no amount or several different
@@ -602,32 +597,11 @@ fn digits_of(text: &str) -> String {
     text.chars().filter(char::is_ascii_digit).collect()
 }
 
-/// Every amount of money in `text`, in order: "$85", "85€", "120 dollars".
+/// Every amount of money in `text`, in order, in its words: "$85", "85€", "120 dollars".
 fn amounts(text: &str) -> Vec<String> {
-    let tokens: Vec<&str> = text.split_whitespace().collect();
-    tokens
-        .iter()
-        .enumerate()
-        .filter_map(|(i, token)| {
-            let token = token
-                .trim_matches(|c: char| matches!(c, ',' | '.' | ';' | ':' | '!' | '?' | '(' | ')'));
-            let symbol = token.starts_with(['$', '€', '£']) || token.ends_with(['€', '£']);
-            let number = token.trim_matches(['$', '€', '£']);
-            if number.is_empty() || !number.chars().all(|c| c.is_ascii_digit() || c == ',') {
-                return None;
-            }
-            let currency = tokens.get(i + 1).map(|next| {
-                next.trim_matches(|c: char| !c.is_alphanumeric())
-                    .to_lowercase()
-            });
-            match currency {
-                _ if symbol => Some(token.to_string()),
-                Some(word) if CURRENCY_WORDS.contains(&word.as_str()) => {
-                    Some(format!("{number} {word}"))
-                }
-                _ => None,
-            }
-        })
+    crate::checks::money::stated(text)
+        .into_iter()
+        .map(|s| s.text)
         .collect()
 }
 
