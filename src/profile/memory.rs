@@ -917,6 +917,89 @@ pub fn relevant(
     })
 }
 
+/// Budget sentences judged per question: a person states few, and each is one forward pass.
+pub const MAX_SAID_BUDGETS: usize = 6;
+
+/// How much higher than the said bar ([`relevance::said_bar`]) a budget sentence must score.
+/// It is a candidate for every question, and a budget the report holds prices against is a
+/// visible claim about the reader. Read off the eight guided questions of the planted set and
+/// eight foreign ones (not held out): the four users' budgets scored 0.53, 0.53, 0.57 and
+/// 0.91 for their own questions; for other users' questions 0.43 (earplugs money for running
+/// shoes), 0.45 (sports gear for a laptop), 0.45 (a pension sum for count statistics) and 0.56
+/// (a bakery's improvements for a family holiday). At the said bar, 0.42, all eight pass.
+pub const SAID_BUDGET_MARGIN: f32 = 0.08;
+
+/// What the person wrote in their chats about how much they can spend ("I can spend 200 euros
+/// on my ears this year", [`crate::checks::money::budget`]), judged for the question as what
+/// they told Rudder ([`relevance::Judge::Said`], beside the facet and situation lines) at the
+/// said bar. Read in code from every chat, with or without memory: a budget is the need the
+/// report can meet most exactly (prices are compared in code), and retrieval for the question
+/// rarely reaches the chat that states it ("600 pounds left from this year's pension lump sum"
+/// shares no word with a laptop question). The most recent sentences are judged first.
+pub fn said_budgets(
+    llm: &dyn Llm,
+    store: &Store,
+    embedder: Option<&dyn Embedder>,
+    you: &You,
+    question: relevance::Question<'_>,
+    threshold: f32,
+) -> Result<FromMemory, ProfileError> {
+    let hidden: Vec<&str> = you.hidden.iter().map(|h| h.key.as_str()).collect();
+    let mut said: Vec<Noted> = Vec::new();
+    store
+        .for_each_entry(256, |batch| {
+            for s in batch
+                .iter()
+                .filter(|s| s.entry.kind == Kind::Chat && you.personalises_from(s.entry.source))
+            {
+                for noted in said_in_chat(s) {
+                    let key = statement_key(&noted.text);
+                    if crate::checks::money::budget(&noted.text).is_some()
+                        && !hidden.contains(&key.as_str())
+                    {
+                        said.retain(|n| statement_key(&n.text) != key);
+                        said.push(noted);
+                    }
+                }
+            }
+            Ok(())
+        })
+        .map_err(|e| ProfileError::History(HistoryError::from(e)))?;
+    said.reverse();
+    said.truncate(MAX_SAID_BUDGETS);
+    if said.is_empty() {
+        return Ok(FromMemory::default());
+    }
+    let texts: Vec<&str> = said.iter().map(|n| n.text.as_str()).collect();
+    let (judged, usage) = judge_rows(llm, embedder, question.text, question.facets, &texts)?;
+    let mut phrases = Vec::new();
+    for (rank, (noted, (j, _))) in said.iter().zip(judged).enumerate() {
+        let bar = relevance::said_bar(threshold);
+        let kept = j.score()
+            >= if threshold < 0.0 {
+                bar
+            } else {
+                bar + SAID_BUDGET_MARGIN
+            };
+        tracing::debug!(statement = %noted.text, score = j.score(), kept, "said budget judged");
+        if kept {
+            phrases.push(Phrase {
+                session: noted.session,
+                rank,
+                text: noted.text.clone(),
+                kind: PhraseKind::Constraint,
+                relevance: 2,
+                probability: Some(j.score()),
+            });
+        }
+    }
+    Ok(FromMemory {
+        phrases,
+        asked: said.len(),
+        usage,
+    })
+}
+
 /// Judges each remembered text for `query`, in order, and says whether it is something the
 /// person wrote about themselves: such a sentence is judged as what they told the model
 /// ([`relevance::Judge::Said`]) and compared with the question's facet lines and the
@@ -1467,6 +1550,59 @@ mod tests {
         ] {
             assert!(!speaks_of_self(note), "{note}");
         }
+    }
+
+    /// The budgets the person wrote, judged for `query` by `judge` at the memory bar.
+    fn budgets_for(judge: &ScriptedLlm, history: &History, query: &str) -> FromMemory {
+        let you = You::load(history.store()).unwrap();
+        let question = relevance::Question {
+            text: query,
+            facets: &[],
+        };
+        said_budgets(
+            judge,
+            history.store(),
+            None,
+            &you,
+            question,
+            relevance::RELEVANCE_THRESHOLD + relevance::PROBE_ONLY_MARGIN,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_budget_the_person_wrote_is_judged_for_the_question_above_the_said_bar() {
+        let (_dir, history, ids) = history_of(&[
+            session(
+                Kind::Chat,
+                "Ears",
+                "I can spend 200 euros on my ears this year. I cook most evenings.",
+                0,
+            ),
+            session(Kind::Chat, "Bakery", "My average sale is about 6 euros.", 1),
+            search("earplugs 200 euros budget", 2),
+        ]);
+        // Only the chat sentence that says what she can spend is asked about, once.
+        let judge = judge_saying(0.7, |prompt| prompt.contains("earplugs"));
+        let got = budgets_for(&judge, &history, "What earplugs should I use?");
+        assert_eq!(got.asked, 1);
+        let kept: Vec<(&str, i64)> = got
+            .phrases
+            .iter()
+            .map(|p| (p.text.as_str(), p.session))
+            .collect();
+        assert_eq!(
+            kept,
+            vec![("I can spend 200 euros on my ears this year.", ids[0])]
+        );
+        assert_eq!(got.phrases[0].kind, PhraseKind::Constraint);
+        // Another question: left out. And a score between the said bar (0.42) and the budget
+        // bar (0.50) is not enough: 0.56 less the contrast's 0.10 is 0.46.
+        let got = budgets_for(&judge, &history, "Which laptop should I buy?");
+        assert!(got.phrases.is_empty());
+        let judge = judge_saying(0.56, |prompt| prompt.contains("earplugs"));
+        let got = budgets_for(&judge, &history, "What earplugs should I use?");
+        assert!(got.phrases.is_empty());
     }
 
     #[test]

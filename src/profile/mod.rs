@@ -288,6 +288,24 @@ fn inferred_query_profile(
         memory::FromMemory::default()
     };
     usage += from_memory.usage;
+    // Memory judges every sentence the person wrote; without it, those that say what they can
+    // spend are judged here.
+    let budgets = if options.memory_candidates == 0 {
+        memory::said_budgets(
+            llm,
+            history.store(),
+            vectors,
+            you,
+            relevance::Question {
+                text: query,
+                facets: &facets,
+            },
+            memory_bar(options),
+        )?
+    } else {
+        memory::FromMemory::default()
+    };
+    usage += budgets.usage;
     let filter = Filter {
         sources: if you.unpersonalised.is_empty() {
             Vec::new()
@@ -373,10 +391,12 @@ fn inferred_query_profile(
     )?;
     usage += judged;
     judged += from_memory.usage;
+    judged += budgets.usage;
     // Memory first: what the whole history says, then what the unread entries add.
     let phrases: Vec<Phrase> = from_memory
         .phrases
         .iter()
+        .chain(&budgets.phrases)
         .chain(&extracted.phrases)
         .cloned()
         .collect();
