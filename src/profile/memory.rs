@@ -932,10 +932,11 @@ pub const SAID_BUDGET_MARGIN: f32 = 0.08;
 /// What the person wrote in their chats about how much they can spend ("I can spend 200 euros
 /// on my ears this year", [`crate::checks::money::budget`]), judged for the question as what
 /// they told Rudder ([`relevance::Judge::Said`], beside the facet and situation lines) at the
-/// said bar. Read in code from every chat, with or without memory: a budget is the need the
-/// report can meet most exactly (prices are compared in code), and retrieval for the question
-/// rarely reaches the chat that states it ("600 pounds left from this year's pension lump sum"
-/// shares no word with a laptop question). The most recent sentences are judged first.
+/// said bar plus [`SAID_BUDGET_MARGIN`]. Read in code from every chat when memory is off (memory
+/// judges every sentence the person wrote): a budget is the need the report can meet most
+/// exactly (prices are compared in code), and retrieval for the question rarely reaches the
+/// chat that states it ("600 pounds left from this year's pension lump sum" shares no word
+/// with a laptop question). The most recent sentences are judged first.
 pub fn said_budgets(
     llm: &dyn Llm,
     store: &Store,

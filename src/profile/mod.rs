@@ -271,41 +271,33 @@ fn inferred_query_profile(
     }
     // The facet lines retrieval searched with also judge what is kept (`relevance`).
     let facets: Vec<String> = expansions.iter().flat_map(Expanded::facets).collect();
+    let question = relevance::Question {
+        text: query,
+        facets: &facets,
+    };
     let from_memory = if options.memory_candidates > 0 {
         memory::relevant(
             llm,
             history.store(),
             vectors,
             you,
-            relevance::Question {
-                text: query,
-                facets: &facets,
-            },
+            question,
             options.memory_candidates,
             memory_bar(options),
         )?
     } else {
-        memory::FromMemory::default()
-    };
-    usage += from_memory.usage;
-    // Memory judges every sentence the person wrote; without it, those that say what they can
-    // spend are judged here.
-    let budgets = if options.memory_candidates == 0 {
+        // Memory judges every sentence the person wrote; without it, those that say what they
+        // can spend are judged.
         memory::said_budgets(
             llm,
             history.store(),
             vectors,
             you,
-            relevance::Question {
-                text: query,
-                facets: &facets,
-            },
+            question,
             memory_bar(options),
         )?
-    } else {
-        memory::FromMemory::default()
     };
-    usage += budgets.usage;
+    usage += from_memory.usage;
     let filter = Filter {
         sources: if you.unpersonalised.is_empty() {
             Vec::new()
@@ -391,12 +383,10 @@ fn inferred_query_profile(
     )?;
     usage += judged;
     judged += from_memory.usage;
-    judged += budgets.usage;
     // Memory first: what the whole history says, then what the unread entries add.
     let phrases: Vec<Phrase> = from_memory
         .phrases
         .iter()
-        .chain(&budgets.phrases)
         .chain(&extracted.phrases)
         .cloned()
         .collect();
