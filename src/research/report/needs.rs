@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use super::outline::tidy_sentence;
 use super::prose::Fact;
 use crate::checks::money::{Budget, Fit};
-use crate::checks::text::{content_words, heading_debris, jaccard, NEAR_DUPLICATE_JACCARD};
+use crate::checks::text::{
+    content_words, heading_debris, jaccard, split_sentences, NEAR_DUPLICATE_JACCARD,
+};
 
 /// Needs answered at most: each costs a small call, and a long list reads as a form.
 pub const MAX_NEEDS: usize = 8;
@@ -445,7 +447,7 @@ pub(super) fn for_budget(budget: &Budget, findings: &[(usize, &str)]) -> (String
     let mut fitted: Vec<(Fit, usize, String)> = findings
         .iter()
         .filter_map(|&(l, text)| {
-            let text = tidy_sentence(text);
+            let text = priced_part(budget, text);
             Some((budget.fit(&text)?, l, text))
         })
         .collect();
@@ -466,6 +468,31 @@ pub(super) fn for_budget(budget: &Budget, findings: &[(usize, &str)]) -> (String
         sentences.join(" "),
         fitted.into_iter().map(|(_, l, _)| l).collect(),
     )
+}
+
+/// The sentences or list items of a finding that state a price in the budget's currency, as
+/// one tidy sentence: a finding a passage's list became ("- Heating the oven only as long as
+/// needed … - New door seals …, and a set of seals costs 100 to 300 euros. - LED lighting …")
+/// is said by its priced item alone. The whole finding when no part alone has the price.
+fn priced_part(budget: &Budget, finding: &str) -> String {
+    let flat = finding.split_whitespace().collect::<Vec<_>>().join(" ");
+    let items: Vec<&str> = flat
+        .trim_start_matches("- ")
+        .split(" - ")
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .collect();
+    let parts: Vec<String> = items
+        .iter()
+        .flat_map(|item| split_sentences(item))
+        .filter(|part| budget.fit(part).is_some())
+        .map(|part| tidy_sentence(&part))
+        .collect();
+    if parts.is_empty() {
+        tidy_sentence(finding)
+    } else {
+        parts.join(" ")
+    }
 }
 
 /// First words of a finding that are lower-cased mid-sentence (not names).
@@ -577,6 +604,23 @@ mod tests {
              275 dollars."
         );
         assert_eq!(order, vec![7, 3]);
+        // A finding made of a passage's list is said by its priced item.
+        let budget =
+            crate::checks::money::budget("roughly 2000 euros spare at most").expect("a budget");
+        let (text, _) = for_budget(
+            &budget,
+            &[(
+                0,
+                "- Heating the oven only as long as needed saves 5 to 10 % of its energy. - New \
+                 door seals: worn seals waste several hundred kWh a year, and a set of seals \
+                 costs 100 to 300 euros. - LED lighting pays back in one to two years.",
+            )],
+        );
+        assert_eq!(
+            text,
+            "Within your budget of 2,000 euros: New door seals: worn seals waste several \
+             hundred kWh a year, and a set of seals costs 100 to 300 euros."
+        );
     }
 
     #[test]
