@@ -287,9 +287,7 @@ pub fn write(
         .map(|&l| input.learnings[l].text.clone())
         .collect();
 
-    // Nothing to open with and no need answered: no findings, or none on the question. (Every
-    // finding can also go to the reader's needs; the needs section then opens the report.)
-    if outline.summary.is_empty() && outline.needs.iter().all(|n| n.learnings.is_empty()) {
+    if outline.summary.is_empty() {
         let mut report = Report {
             title: super::tree::one_line(input.query, 200),
             query: asked.to_string(),
@@ -357,15 +355,13 @@ pub fn write(
     }
     // The opening answer: when it restates the body, it is taken last, and what it repeats of
     // the body is its purpose, not a repeat.
-    if !outline.summary.is_empty() {
-        jobs.push(Job {
-            slot: Slot::Summary,
-            work: Work::Paragraph {
-                learnings: &outline.summary,
-                prompt: Prompt::new("report_summary", query, "", facts(&outline.summary), style),
-            },
-        });
-    }
+    jobs.push(Job {
+        slot: Slot::Summary,
+        work: Work::Paragraph {
+            learnings: &outline.summary,
+            prompt: Prompt::new("report_summary", query, "", facts(&outline.summary), style),
+        },
+    });
     // What this means for you: each need with the findings that answer it, then the needs
     // no finding answers, in one plain sentence.
     let mut uncovered = Vec::new();

@@ -671,8 +671,17 @@ pub(super) fn outline(
         strongest.sort_by(|&a, &b| {
             cosine(vector(b), &query_vector).total_cmp(&cosine(vector(a), &query_vector))
         });
-        strongest.retain(|&l| !leans_on_context(&input.learnings[l].text));
-        summary = strongest.into_iter().take(SUMMARY_LEARNINGS).collect();
+        // Findings that stand alone lead; one that leans on context only when none does.
+        strongest.sort_by_key(|&l| leans_on_context(&input.learnings[l].text));
+        let standalone = strongest
+            .iter()
+            .filter(|&&l| !leans_on_context(&input.learnings[l].text))
+            .count()
+            .max(1);
+        summary = strongest
+            .into_iter()
+            .take(SUMMARY_LEARNINGS.min(standalone))
+            .collect();
         summary_restates = true;
     }
     // Reading order: the sections' order.
