@@ -222,7 +222,9 @@ fn cut_at_end(s: &str) -> Option<String> {
         && last.chars().skip(1).all(|c| !c.is_uppercase());
     let abbreviation = ABBREVIATIONS.contains(&lower.as_str())
         && ((last == lower && !matches!(last, "no." | "nos.")) || (capitalised && lower.len() > 2));
-    if abbreviation || lower == "e.g" || lower == "i.e" {
+    // "(Bolker et al.)" closes a citation; "(Bolker et al." was cut inside it.
+    let closed_bracket = s.trim_end_matches(['"', '\'', '”', '’']).ends_with(')');
+    if (abbreviation || lower == "e.g" || lower == "i.e") && !closed_bracket {
         return Some(format!("cut off (ends with the abbreviation {last:?})"));
     }
     let bare = lower.trim_matches(|c: char| !c.is_alphanumeric());
@@ -230,6 +232,93 @@ fn cut_at_end(s: &str) -> Option<String> {
         return Some(format!("cut off (ends with {bare:?})"));
     }
     None
+}
+
+/// Words that open a clause hanging off the one before its comma ("…, especially when …"):
+/// what comes before the comma says something whole.
+const CLAUSE_OPENERS: &[&str] = &[
+    "especially",
+    "particularly",
+    "which",
+    "where",
+    "when",
+    "while",
+    "whereas",
+    "although",
+    "though",
+    "because",
+    "since",
+    "unless",
+    "including",
+    "such as",
+    "for example",
+    "for instance",
+    "e.g.",
+    "i.e.",
+    "as well as",
+    "but",
+    "so",
+    "depending",
+];
+
+/// Fewest words of what is kept of a text cut short: less says too little to be a finding.
+const MIN_WORDS_BEFORE_THE_CUT: usize = 8;
+
+/// What stands whole of a text cut short by a length bound ("… the visit (Bolker et al. ",
+/// "… surveys, especially when the same ponds, e"): everything before its first unclosed
+/// bracket; else before the last clause its last sentence opens with a comma and a
+/// subordinating word, a semicolon or a dash; else its whole sentences. `None` when that leaves
+/// fewer than [`MIN_WORDS_BEFORE_THE_CUT`] words or ends on a word no sentence ends on. A list
+/// is never shortened ("…, a coding round, and a" stays cut): a shorter list says less than
+/// it seems to.
+pub fn whole_before_the_cut(text: &str) -> Option<String> {
+    let t = text.trim_end();
+    let mut open = Vec::new();
+    for (i, c) in t.char_indices() {
+        match c {
+            '(' | '[' => open.push(i),
+            ')' | ']' => {
+                open.pop();
+            }
+            _ => {}
+        }
+    }
+    let cut = match open.first() {
+        Some(&i) => Some(i),
+        None => {
+            let sentences = split_sentences(t);
+            let last = sentences.last()?;
+            let start = t.rfind(last.as_str()).unwrap_or(0);
+            let lower = last.to_lowercase();
+            let clause = CLAUSE_OPENERS
+                .iter()
+                .filter_map(|w| lower.rfind(&format!(", {w} ")))
+                .chain(["; ", " — ", " – "].iter().filter_map(|m| lower.rfind(m)))
+                .max();
+            match clause {
+                Some(at) => Some(start + at),
+                None if sentences.len() > 1 => Some(start),
+                None => None,
+            }
+        }
+    }?;
+    let kept = t[..cut].trim_end_matches(|c: char| {
+        c.is_whitespace() || matches!(c, ',' | ';' | ':' | '—' | '–' | '-')
+    });
+    if kept.split_whitespace().count() < MIN_WORDS_BEFORE_THE_CUT {
+        return None;
+    }
+    let kept = if kept.ends_with(['.', '!', '?']) {
+        kept.to_string()
+    } else {
+        format!("{kept}.")
+    };
+    cut_at_end(&kept).is_none().then_some(kept)
+}
+
+/// Why a text stops on an abbreviation or a word no sentence ends on, if it does.
+pub fn cut_off(text: &str) -> Option<String> {
+    cut_at_end(text.trim())
 }
 
 /// The writing systems a report can be in, as far as the checks need to tell them apart.
@@ -536,6 +625,35 @@ fn sentence_debris_or_markup(t: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_text_cut_short_keeps_its_whole_clauses_and_never_a_shortened_list() {
+        let kept = |t: &str| whole_before_the_cut(t);
+        assert_eq!(
+            kept("Use a mixed model with a random effect for the site and, where needed, for the year (Bolker et al. ")
+                .as_deref(),
+            Some("Use a mixed model with a random effect for the site and, where needed, for the year.")
+        );
+        assert_eq!(
+            kept("A negative binomial model suits count data from repeated field surveys, especially when the same ponds, plots, or transects, e")
+                .as_deref(),
+            Some("A negative binomial model suits count data from repeated field surveys.")
+        );
+        assert_eq!(
+            kept("Jobsite saws weigh 20 to 40 kilograms and fold onto a stand. Contractor and hybrid saws are he")
+                .as_deref(),
+            Some("Jobsite saws weigh 20 to 40 kilograms and fold onto a stand.")
+        );
+        // A list cut short is not made into a shorter list; too little left is nothing.
+        assert_eq!(
+            kept("The interview has a coding round, a system design round, and a"),
+            None
+        );
+        assert_eq!(kept("Penicillin (discovered in"), None);
+        // A closed citation ends a sentence; an open one does not.
+        assert_eq!(cut_off("It varies by year (Bolker et al.)"), None);
+        assert!(cut_off("It varies by year (Bolker et al.").is_some());
+    }
 
     #[test]
     fn sentences_split_at_ends_not_at_decimals_or_abbreviations() {
