@@ -450,6 +450,10 @@ pub fn write(
                     }
                     _ => writer.settle(draft, &facts, &prose::own_words)?,
                 };
+                let sentences = match job.slot {
+                    Slot::Need(label) => needs::naming_the_need(query, label, sentences),
+                    _ => sentences,
+                };
                 let paragraph = (!sentences.is_empty()).then(|| {
                     let cited: Vec<&Learning> = stated
                         .iter()

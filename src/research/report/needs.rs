@@ -437,6 +437,31 @@ pub(super) fn for_need(label: &str, fact: &Fact) -> String {
     }
 }
 
+/// A need's sentences as the reader gets them: when none of them names the need (the small
+/// model often restates the fact alone: "Custom-moulded earplugs are made from an impression
+/// of the ear canal" under "What this means for you"), the first is said with the need, in
+/// code, so the reader sees why it is there.
+/// A sentence names the need when it has at least half of the need's own words, those the
+/// question does not have ("ear" is in a sentence on earplugs whatever the need).
+pub(super) fn naming_the_need(query: &str, label: &str, mut sentences: Vec<String>) -> Vec<String> {
+    use crate::checks::text::content_words;
+    let asked = content_words(query);
+    let need: BTreeSet<String> = content_words(label).difference(&asked).cloned().collect();
+    let names = |s: &String| 2 * need.intersection(&content_words(s)).count() >= need.len();
+    if !need.is_empty() && !sentences.iter().any(names) {
+        if let Some(first) = sentences.first_mut() {
+            *first = for_need(
+                label,
+                &Fact {
+                    text: first.clone(),
+                    passages: Vec::new(),
+                },
+            );
+        }
+    }
+    sentences
+}
+
 /// The findings that state a price in the reader's budget's currency, each said with how it
 /// stands to the budget, by code: "Within your budget of 120 dollars: Cushioned daily trainers
 /// cost about 100 to 110 dollars." Those within it come first, then those partly within, then
@@ -583,6 +608,34 @@ mod tests {
             uncovered_sentence(&["a budget".into(), "safety".into()]),
             "The sources found do not cover: a budget; safety."
         );
+    }
+
+    #[test]
+    fn a_need_s_paragraph_that_does_not_name_it_is_said_with_it() {
+        let said = |label: &str, s: &[&str]| {
+            naming_the_need(
+                "What earplugs should I use for band rehearsals?",
+                label,
+                s.iter().map(|s| s.to_string()).collect(),
+            )
+        };
+        assert_eq!(
+            said(
+                "your ears ring after gigs",
+                &["Custom-moulded earplugs are made from an impression of the ear canal.", "They last four years."]
+            ),
+            vec![
+                "Since your ears ring after gigs: Custom-moulded earplugs are made from an impression of the ear canal.".to_string(),
+                "They last four years.".to_string()
+            ]
+        );
+        // A paragraph that names it stays as written.
+        let named = ["Flat filters help with ringing ears."];
+        assert_eq!(
+            said("your ears ring after gigs", &named),
+            vec![named[0].to_string()]
+        );
+        assert!(said("your ears ring after gigs", &[]).is_empty());
     }
 
     #[test]
