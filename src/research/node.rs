@@ -58,6 +58,10 @@ fn cut_at_the_bound(text: &str) -> bool {
 }
 /// Most learnings per node.
 pub const MAX_LEARNINGS: usize = 4;
+/// Most tokens of a leaf's answer (learnings and tags): the worst case is a token a
+/// character, and the learnings' bound is most of it. A node with follow-ups may write 1,300
+/// more.
+const LEAF_TOKENS: u32 = (MAX_LEARNINGS * LEARNING_CHARS) as u32 + 200;
 
 /// What the model found at a node.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -279,7 +283,11 @@ pub fn research(
     )?;
     // Worst case at one token per character: 4 learnings × 215, 6 follow-ups × 195, the wild
     // card, tags and the JSON around them.
-    let max_tokens = if ctx.leaf { 1000 } else { 2300 };
+    let max_tokens = if ctx.leaf {
+        LEAF_TOKENS
+    } else {
+        LEAF_TOKENS + 1300
+    };
     let (draft, completion): (Draft, _) = complete_schema(
         llm,
         vec![Message::user(prompt.clone())],
@@ -323,7 +331,7 @@ pub fn research(
         let second = complete_schema::<Draft>(
             llm,
             messages,
-            GenerationOptions::greedy(1000),
+            GenerationOptions::greedy(LEAF_TOKENS),
             schema(evidence.len(), true),
         )?;
         completions.push(second.completion.clone());
