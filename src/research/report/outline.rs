@@ -600,16 +600,14 @@ pub(super) fn outline(
         let aspect = n >= reader_needs;
         let named_when_uncovered =
             aspect || (!vaguer_budget && !input.unanticipated_needs.contains(&input.needs[n]));
-        // A budget met by prices is said with them alone (they rank first, so a finding the
-        // judge gave it besides stays in the body).
-        let budget = budgets
-            .get(n)
-            .copied()
-            .flatten()
-            .filter(|b| learnings.iter().any(|&l| b.fit(tidy_of(l)).is_some()));
+        // A budget is met by prices alone (they rank first, so a finding the judge gave it
+        // besides stays in the body); with none, it is not met ("Since you can spend 200 euros:
+        // Custom-moulded earplugs are made from an impression of the ear canal" says no price).
+        let budget = budgets.get(n).copied().flatten();
         if let Some(b) = budget {
             learnings.retain(|&l| b.fit(tidy_of(l)).is_some());
         }
+        let budget = budget.filter(|_| !learnings.is_empty());
         if !aspect {
             given.extend(&learnings);
         }

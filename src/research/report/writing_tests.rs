@@ -1328,3 +1328,53 @@ fn a_finding_the_need_judge_finds_answers_a_need_goes_to_it_though_the_embedding
         report.markdown
     );
 }
+
+#[test]
+fn a_budget_is_met_by_prices_alone_whatever_finding_the_need_judge_gives_it() {
+    const NEED_JUDGE: &str = "What you know about the reader:";
+    let f = fixture(&[
+        ("How is green tea brewed?", GREEN),
+        ("What about black tea?", BLACK),
+    ]);
+    let needs = vec!["you can spend 25 euros on tea this month".to_string()];
+    // The judge gives the budget a finding that names no price.
+    let llm = Script::new(|prompt| {
+        if prompt.contains(NEED_JUDGE) {
+            let p = if prompt.ends_with("for two minutes.") {
+                0.9
+            } else {
+                0.3
+            };
+            format!(r#"{{"probabilities":[{p},{}]}}"#, 1.0 - p)
+        } else {
+            faithful(prompt)
+        }
+    });
+    let persona = Persona::default();
+    let input = ReportInput {
+        needs: &needs,
+        unanticipated_needs: &[],
+        need_judge: Some(0.2),
+        ..tea_input(&f, &persona)
+    };
+    let report = write(&llm, &Words, &input, &mut |_, _| {}).unwrap().0;
+    assert_clean(&report);
+    assert!(
+        report
+            .markdown
+            .contains("The sources found do not cover: your budget of 25 euros."),
+        "{}",
+        report.markdown
+    );
+    assert!(
+        !report.markdown.contains("Since you can spend"),
+        "{}",
+        report.markdown
+    );
+    // The finding stays in the body.
+    assert!(
+        report.markdown.contains("70 to 80 degrees"),
+        "{}",
+        report.markdown
+    );
+}
