@@ -1272,19 +1272,21 @@ fn a_long_heading_that_names_the_topic_is_kept() {
     );
 }
 
-#[test]
-fn a_finding_the_need_judge_finds_answers_a_need_goes_to_it_though_the_embeddings_miss() {
+/// The green and black tea fixture's report for `needs`, with a need judge (at `bar`) that
+/// says yes to the green-tea finding for the first need alone.
+fn judged_for_needs(needs: &[String], bar: Option<f32>) -> Report {
     const NEED_JUDGE: &str = "What you know about the reader:";
     let f = fixture(&[
         ("How is green tea brewed?", GREEN),
         ("What about black tea?", BLACK),
     ]);
-    // The need shares no word with any finding: the embeddings cannot match them.
-    let needs = vec!["you have a caffeine sensitivity".to_string()];
-    let llm = Script::new(|prompt| {
+    let first = needs[0].clone();
+    let llm = Script::new(move |prompt| {
         if prompt.contains(NEED_JUDGE) {
-            let knows = prompt.contains("caffeine sensitivity");
-            let p = match (knows, prompt.ends_with("for two minutes.")) {
+            let p = match (
+                prompt.contains(&first),
+                prompt.ends_with("for two minutes."),
+            ) {
                 (true, true) => 0.9,
                 _ => 0.3,
             };
@@ -1294,15 +1296,20 @@ fn a_finding_the_need_judge_finds_answers_a_need_goes_to_it_though_the_embedding
         }
     });
     let persona = Persona::default();
-    let write_needs = |need_judge: Option<f32>| {
-        let input = ReportInput {
-            needs: &needs,
-            unanticipated_needs: &[],
-            need_judge,
-            ..tea_input(&f, &persona)
-        };
-        write(&llm, &Words, &input, &mut |_, _| {}).unwrap().0
+    let input = ReportInput {
+        needs,
+        unanticipated_needs: &[],
+        need_judge: bar,
+        ..tea_input(&f, &persona)
     };
+    write(&llm, &Words, &input, &mut |_, _| {}).unwrap().0
+}
+
+#[test]
+fn a_finding_the_need_judge_finds_answers_a_need_goes_to_it_though_the_embeddings_miss() {
+    // The need shares no word with any finding: the embeddings cannot match them.
+    let needs = vec!["you have a caffeine sensitivity".to_string()];
+    let write_needs = |bar: Option<f32>| judged_for_needs(&needs, bar);
     let report = write_needs(Some(0.2));
     assert_clean(&report);
     let section = report.sections.last().unwrap();
@@ -1331,33 +1338,9 @@ fn a_finding_the_need_judge_finds_answers_a_need_goes_to_it_though_the_embedding
 
 #[test]
 fn a_budget_is_met_by_prices_alone_whatever_finding_the_need_judge_gives_it() {
-    const NEED_JUDGE: &str = "What you know about the reader:";
-    let f = fixture(&[
-        ("How is green tea brewed?", GREEN),
-        ("What about black tea?", BLACK),
-    ]);
-    let needs = vec!["you can spend 25 euros on tea this month".to_string()];
     // The judge gives the budget a finding that names no price.
-    let llm = Script::new(|prompt| {
-        if prompt.contains(NEED_JUDGE) {
-            let p = if prompt.ends_with("for two minutes.") {
-                0.9
-            } else {
-                0.3
-            };
-            format!(r#"{{"probabilities":[{p},{}]}}"#, 1.0 - p)
-        } else {
-            faithful(prompt)
-        }
-    });
-    let persona = Persona::default();
-    let input = ReportInput {
-        needs: &needs,
-        unanticipated_needs: &[],
-        need_judge: Some(0.2),
-        ..tea_input(&f, &persona)
-    };
-    let report = write(&llm, &Words, &input, &mut |_, _| {}).unwrap().0;
+    let needs = vec!["you can spend 25 euros on tea this month".to_string()];
+    let report = judged_for_needs(&needs, Some(0.2));
     assert_clean(&report);
     assert!(
         report
