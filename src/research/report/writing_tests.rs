@@ -657,12 +657,29 @@ fn a_budget_gets_the_prices_in_its_currency_said_in_code_with_how_each_stands_to
     );
 
     // With no price in its currency, the budget is named as not covered, said plainly.
+    let uncovered = |report: &Report| {
+        assert!(
+            report
+                .markdown
+                .contains("The sources found do not cover: your budget of 25 euros."),
+            "{}",
+            report.markdown
+        );
+    };
     let f = fixture(&[("How is green tea brewed?", GREEN)]);
-    let (report, _) = write_with(&llm, &f, &needs);
+    uncovered(&write_with(&llm, &f, &needs).0);
+    // So too when the need judge gives it a finding that names no price: that finding stays
+    // in the body, not said as if it met the budget.
+    let report = judged_for_needs(&needs, Some(0.2));
+    assert_clean(&report);
+    uncovered(&report);
     assert!(
-        report
-            .markdown
-            .contains("The sources found do not cover: your budget of 25 euros."),
+        report.markdown.contains("70 to 80 degrees"),
+        "{}",
+        report.markdown
+    );
+    assert!(
+        !report.markdown.contains("Since you have a budget"),
         "{}",
         report.markdown
     );
@@ -1331,32 +1348,6 @@ fn a_finding_the_need_judge_finds_answers_a_need_goes_to_it_though_the_embedding
         report
             .markdown
             .contains("The sources found do not cover: you have a caffeine sensitivity."),
-        "{}",
-        report.markdown
-    );
-}
-
-#[test]
-fn a_budget_is_met_by_prices_alone_whatever_finding_the_need_judge_gives_it() {
-    // The judge gives the budget a finding that names no price.
-    let needs = vec!["you can spend 25 euros on tea this month".to_string()];
-    let report = judged_for_needs(&needs, Some(0.2));
-    assert_clean(&report);
-    assert!(
-        report
-            .markdown
-            .contains("The sources found do not cover: your budget of 25 euros."),
-        "{}",
-        report.markdown
-    );
-    assert!(
-        !report.markdown.contains("Since you can spend"),
-        "{}",
-        report.markdown
-    );
-    // The finding stays in the body.
-    assert!(
-        report.markdown.contains("70 to 80 degrees"),
         "{}",
         report.markdown
     );
