@@ -24,7 +24,7 @@ use crate::checks::text::{
 };
 use crate::checks::{self, SupportMatcher};
 use crate::embed::Embedder;
-use crate::llm::{complete_schema, Completion, GenerationOptions, Llm, Message};
+use crate::llm::{complete_schema, Completion, GenerationOptions, Llm, LlmError, Message};
 use crate::sources::{CitationTarget, Evidence};
 
 /// The cosine (all-MiniLM-L6-v2) from which a proposed direction — a follow-up question or a
@@ -318,32 +318,39 @@ pub fn research(
         let retry = crate::prompts::render(
             "research_node_retry",
             minijinja::context! {
-                rejected => rejected.iter().map(|(t, why)| format!("- \"{t}\": {why}")).collect::<Vec<_>>().join("\n"),
+                rejected => rejected.iter().map(|(t, why)| format!("- \"{}\": {why}", quoted_briefly(t))).collect::<Vec<_>>().join("\n"),
                 kept => kept.iter().map(|(t, _)| format!("- {t}")).collect::<Vec<_>>().join("\n"),
             },
         )?;
         let messages = vec![
             Message::user(prompt),
-            Message::assistant(completions[0].text.clone()),
+            Message::assistant(learnings_of_the_draft(&completions[0].text)),
             Message::user(retry),
         ];
         // The leaf schema: learnings (and tags, which are ignored) only.
-        let second = complete_schema::<Draft>(
+        let second = match complete_schema::<Draft>(
             llm,
             messages,
             GenerationOptions::greedy(LEAF_TOKENS),
             schema(evidence.len(), true),
-        )?;
-        completions.push(second.completion.clone());
-        match second.into_pair() {
-            Ok((draft, _)) => {
+        ) {
+            Ok(second) => {
+                completions.push(second.completion.clone());
+                second.into_pair().map(|(draft, _)| draft)
+            }
+            Err(e @ LlmError::ContextOverflow { .. }) => Err(e),
+            Err(e) => return Err(e.into()),
+        };
+        match second {
+            Ok(draft) => {
                 let again = findings_learnings(draft, evidence.len());
                 let (more, still) = check.learnings(again, &mut judged)?;
                 refused += still.len();
                 merge_learnings(&mut kept, more);
             }
-            // The first call's findings stand; a broken retry only loses its own.
-            Err(e) => tracing::warn!("research retry output unusable: {e}"),
+            // The first call's findings stand; a retry that fails (its answer unusable, or the
+            // conversation too long for the context) only loses its own.
+            Err(e) => tracing::warn!("research retry failed: {e}"),
         }
     }
     if refused > 0 {
@@ -371,6 +378,28 @@ pub fn research(
     }
     findings.learnings = kept;
     Ok((findings, completions))
+}
+
+/// The retry's echo of the first answer: its learnings only. The follow-ups are not asked
+/// again, and a degenerate answer echoed whole (a small model's runs of numbers up to the
+/// token limit) would overflow the context with the retry prompt.
+fn learnings_of_the_draft(text: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(value) => {
+            json!({ "learnings": value.get("learnings").cloned().unwrap_or(json!([])) }).to_string()
+        }
+        Err(_) => text.to_string(),
+    }
+}
+
+/// A refused learning as the retry quotes it: enough to recognise it, never a whole run-on.
+fn quoted_briefly(text: &str) -> String {
+    const QUOTED_CHARS: usize = 120;
+    if text.chars().count() <= QUOTED_CHARS {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(QUOTED_CHARS).collect();
+    format!("{}…", head.trim_end())
 }
 
 /// Each passage as the model saw it (title, then the excerpt), for the support check.
@@ -866,6 +895,67 @@ mod tests {
             retry.contains(&format!("the research already found this (\"{GREEN}\")")),
             "{retry}"
         );
+    }
+
+    /// The retry echoes only the first answer's learnings and quotes a refused run-on briefly;
+    /// a retry that no longer fits the context leaves the first answer's findings standing.
+    #[test]
+    fn a_retry_echoes_learnings_only_and_one_that_overflows_keeps_the_first_findings() {
+        /// Answers the first call from the script; refuses the second as too long.
+        struct OverflowingRetry(ScriptedLlm);
+        impl Llm for OverflowingRetry {
+            fn model_name(&self) -> &str {
+                "overflowing retry"
+            }
+            fn complete(
+                &self,
+                request: &crate::llm::Request,
+                on_text: &mut dyn FnMut(&str),
+                cancel: &crate::llm::CancelToken,
+            ) -> Result<Completion, LlmError> {
+                if request.messages.len() > 1 {
+                    self.0.complete(request, on_text, cancel)?;
+                    return Err(LlmError::ContextOverflow {
+                        needed: 4560,
+                        n_ctx: 4096,
+                    });
+                }
+                self.0.complete(request, on_text, cancel)
+            }
+        }
+        let run_on = ", 2.0".repeat(60);
+        let llm = OverflowingRetry(queue(vec![
+            json!({"learnings": [
+                {"insight": GREEN, "sources": [1]},
+                {"insight": run_on, "sources": [1]},
+            ], "tags": ["brewing"], "follow_up_questions": [
+                {"question": run_on, "confidence": 1, "tags": []},
+            ]}),
+            json!({"learnings": [], "tags": []}),
+        ]));
+        let persona = Persona::default();
+        let ctx = NodeContext {
+            query: "How should I brew tea?",
+            question: "How should I brew tea?",
+            persona: &persona,
+            seen_tags: &[],
+            directives: "",
+            current_date: "2026-11-22",
+            leaf: true,
+            support_judge: None,
+            known: Known::default(),
+        };
+        let ev = [evidence(doc(0), "Green tea", GREEN)];
+        let (f, _) = research(&llm, &WordsEmbedder, &ctx, &ev).unwrap();
+        assert_eq!(f.learnings, vec![(GREEN.to_string(), vec![0])]);
+        let requests = llm.0.requests();
+        assert_eq!(requests.len(), 2, "the retry was asked");
+        let echo = &requests[1].messages[1].content;
+        assert!(echo.contains(GREEN), "{echo}");
+        assert!(!echo.contains("follow_up_questions"), "{echo}");
+        let retry = &requests[1].messages[2].content;
+        assert!(retry.contains('…'), "{retry}");
+        assert!(retry.chars().count() < 1000, "{retry}");
     }
 
     /// A learning the grammar cut at its bound is refused, not kept as half a sentence.
