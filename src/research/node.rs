@@ -50,11 +50,23 @@ pub const PASSAGE_CHARS: usize = 700;
 /// a run over the planted set were cut.
 const LEARNING_CHARS: usize = 320;
 
-/// Whether the grammar's bound, or a stop inside an abbreviation, cut `text` short.
+/// Whether the grammar's bound, or a stop inside an abbreviation, cut `text` short; or the
+/// model began one more sentence and stopped ("… for backend system design. The").
 fn cut_at_the_bound(text: &str) -> bool {
     let t = text.trim_end();
-    (text.chars().count() + 1 >= LEARNING_CHARS && !t.ends_with(['.', '!', '"', ')']))
+    let unclosed = !t.ends_with(['.', '!', '"', ')']);
+    (text.chars().count() + 1 >= LEARNING_CHARS && unclosed)
         || cut_off(t).is_some()
+        || (unclosed && a_sentence_begun_and_dropped(t))
+}
+
+/// Whether the last sentence of a text of several is a stray start of a few words.
+fn a_sentence_begun_and_dropped(text: &str) -> bool {
+    let sentences = checks::text::split_sentences(text);
+    sentences.len() > 1
+        && sentences
+            .last()
+            .is_some_and(|last| last.split_whitespace().count() < 4)
 }
 /// Most learnings per node.
 pub const MAX_LEARNINGS: usize = 4;
@@ -313,6 +325,7 @@ pub fn research(
     };
     let (mut kept, rejected) =
         check.learnings(std::mem::take(&mut findings.learnings), &mut judged)?;
+    log_refused(ctx.question, &rejected);
     let mut refused = rejected.len();
     if !rejected.is_empty() && kept.len() < MAX_LEARNINGS {
         let retry = crate::prompts::render(
@@ -345,6 +358,7 @@ pub fn research(
             Ok(draft) => {
                 let again = findings_learnings(draft, evidence.len());
                 let (more, still) = check.learnings(again, &mut judged)?;
+                log_refused(ctx.question, &still);
                 refused += still.len();
                 merge_learnings(&mut kept, more);
             }
@@ -378,6 +392,13 @@ pub fn research(
     }
     findings.learnings = kept;
     Ok((findings, completions))
+}
+
+/// Each refused learning and why, for reading a run's log.
+fn log_refused(question: &str, refused: &[(String, String)]) {
+    for (text, why) in refused {
+        tracing::debug!(question, why, learning = quoted_briefly(text), "learning refused");
+    }
 }
 
 /// The retry's echo of the first answer: its learnings only. The follow-ups are not asked
@@ -977,6 +998,17 @@ mod tests {
             retry.contains(&format!("cut off at {LEARNING_CHARS} characters")),
             "{retry}"
         );
+    }
+
+    /// A learning that begins one more sentence and stops keeps its whole sentences.
+    #[test]
+    fn a_learning_that_starts_a_sentence_and_stops_keeps_the_sentences_before() {
+        let llm = queue(vec![json!({"learnings": [
+            {"insight": format!("{GREEN} The"), "sources": [1]},
+        ], "tags": ["brewing"]})]);
+        let f = run(&llm, &[evidence(doc(0), "Tea", GREEN)]);
+        assert_eq!(f.learnings, vec![(GREEN.to_string(), vec![0])]);
+        assert_eq!(llm.requests().len(), 1, "nothing refused, no retry");
     }
 
     /// A passage's title or heading copied as a learning is refused and asked again.
