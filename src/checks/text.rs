@@ -615,6 +615,30 @@ pub fn finding_form(text: &str) -> Option<String> {
     None
 }
 
+/// Whether a finding needs a sentence before it to be understood: it opens on a pronoun or a
+/// demonstrative ("This technological advance …", "It …") or points at a time it does not name
+/// ("… later that century").
+pub fn leans_on_context(text: &str) -> bool {
+    const OPENERS: &[&str] = &[
+        "this", "these", "that", "those", "it", "its", "they", "their", "he", "she", "his", "her",
+        "such",
+    ];
+    const POINTERS: &[&str] = &[
+        "that century",
+        "that year",
+        "that decade",
+        "that time",
+        "the same year",
+        "the same time",
+    ];
+    let lower = text.trim().to_lowercase();
+    let first = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or("");
+    OPENERS.contains(&first) || POINTERS.iter().any(|p| lower.contains(p))
+}
+
 /// Debris in a text that may still lack its final full stop (a finding the model left open).
 fn sentence_debris_or_markup(t: &str) -> Option<String> {
     markup_or_json(t).or_else(|| {
@@ -625,6 +649,22 @@ fn sentence_debris_or_markup(t: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_finding_that_leans_on_a_sentence_before_it_is_told_apart() {
+        assert!(leans_on_context(
+            "This technological advance has had a significant impact."
+        ));
+        assert!(leans_on_context(
+            "Printing by pressing an inked image onto paper appeared later that century."
+        ));
+        assert!(leans_on_context("It was invented around 1440."));
+        assert!(!leans_on_context(
+            "Johannes Gutenberg invented the printing press around 1440."
+        ));
+        assert!(!leans_on_context("Thistles grow in Scotland."));
+        assert!(!leans_on_context(""));
+    }
 
     #[test]
     fn a_text_cut_short_keeps_its_whole_clauses_and_never_a_shortened_list() {

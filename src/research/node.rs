@@ -394,10 +394,40 @@ pub fn research(
     Ok((findings, completions))
 }
 
+/// A learning of more than two sentences as its facts: each sentence, with the one after it
+/// when that one leans on it ("… a three-week plan. It includes …"); a second sentence leaning
+/// on a pair is dropped, as it cannot stand alone.
+fn one_fact_a_sentence(text: &str) -> Vec<String> {
+    let sentences = checks::text::split_sentences(text);
+    if sentences.len() <= 2 {
+        return vec![text.to_string()];
+    }
+    let mut facts: Vec<(String, usize)> = Vec::new();
+    for sentence in sentences {
+        match facts.last_mut() {
+            Some((fact, n)) if checks::text::leans_on_context(&sentence) => {
+                if *n == 1 {
+                    fact.push(' ');
+                    fact.push_str(&sentence);
+                    *n = 2;
+                }
+            }
+            _ if checks::text::leans_on_context(&sentence) => {}
+            _ => facts.push((sentence, 1)),
+        }
+    }
+    facts.into_iter().map(|(fact, _)| fact).collect()
+}
+
 /// Each refused learning and why, for reading a run's log.
 fn log_refused(question: &str, refused: &[(String, String)]) {
     for (text, why) in refused {
-        tracing::debug!(question, why, learning = quoted_briefly(text), "learning refused");
+        tracing::debug!(
+            question,
+            why,
+            learning = quoted_briefly(text),
+            "learning refused"
+        );
     }
 }
 
@@ -483,22 +513,8 @@ impl Checks<'_> {
         let mut kept = Vec::new();
         let mut rejected = Vec::new();
         let passages: Vec<&str> = self.shown.iter().map(String::as_str).collect();
+        let mut facts = Vec::new();
         for (text, idx) in learnings {
-            // A word of another script than the question's ("… and human主义") is a slip of
-            // the model's, unless a passage has it.
-            if let Some(why) =
-                finding_form(&text).or_else(|| foreign_script(&text, self.script, &passages))
-            {
-                rejected.push((text, why));
-                continue;
-            }
-            // A small model copies a passage's title or heading ("Quiet beaches with shade") as
-            // if it were a fact.
-            if is_a_heading_of(&text, &passages) {
-                let why = "a heading of its passage, not a statement of fact".to_string();
-                rejected.push((text, why));
-                continue;
-            }
             // The grammar ends a learning at its bound, mid-word ("… literacy and the re") or
             // inside a citation ("… the visit (Bolker et al. "): its whole clauses before the
             // cut are kept when they say enough. A quarter of a planted-set run's learnings
@@ -520,6 +536,30 @@ impl Checks<'_> {
             } else {
                 text
             };
+            // A small model writes a paragraph where one fact was asked, and asked again writes
+            // it again: each of its facts is checked on its own.
+            facts.extend(
+                one_fact_a_sentence(&text)
+                    .into_iter()
+                    .map(|f| (f, idx.clone())),
+            );
+        }
+        for (text, idx) in facts {
+            // A word of another script than the question's ("… and human主义") is a slip of
+            // the model's, unless a passage has it.
+            if let Some(why) =
+                finding_form(&text).or_else(|| foreign_script(&text, self.script, &passages))
+            {
+                rejected.push((text, why));
+                continue;
+            }
+            // A small model copies a passage's title or heading ("Quiet beaches with shade") as
+            // if it were a fact.
+            if is_a_heading_of(&text, &passages) {
+                let why = "a heading of its passage, not a statement of fact".to_string();
+                rejected.push((text, why));
+                continue;
+            }
             // Nodes that read the same passages write the same fact: 9 of a depth-2 printing
             // press run's 27 learnings said the press "revolutionized book production".
             // Refused before the support checks, which it would pass.
@@ -1009,6 +1049,36 @@ mod tests {
         let f = run(&llm, &[evidence(doc(0), "Tea", GREEN)]);
         assert_eq!(f.learnings, vec![(GREEN.to_string(), vec![0])]);
         assert_eq!(llm.requests().len(), 1, "nothing refused, no retry");
+    }
+
+    /// A learning written as a paragraph is taken as its facts, a sentence leaning on the one
+    /// before staying with it; nothing is asked again.
+    #[test]
+    fn a_paragraph_for_a_learning_becomes_its_facts() {
+        let lid = format!("{BLACK} It needs a lid on the pot.");
+        let llm = queue(vec![json!({"learnings": [
+            {"insight": format!("{GREEN} {lid}"), "sources": [1, 2]},
+        ], "tags": ["brewing"]})]);
+        let ev = [
+            evidence(doc(0), "Green tea", GREEN),
+            evidence(doc(1), "Black tea", &lid),
+        ];
+        let f = run(&llm, &ev);
+        let texts: Vec<&str> = f.learnings.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(texts, vec![GREEN, lid.as_str()]);
+        assert_eq!(llm.requests().len(), 1, "nothing refused, no retry");
+    }
+
+    #[test]
+    fn a_sentence_that_leans_on_a_pair_is_dropped() {
+        assert_eq!(
+            one_fact_a_sentence("Tea grows in Assam. It is black. It is strong. Kenya grows tea."),
+            vec!["Tea grows in Assam. It is black.", "Kenya grows tea."]
+        );
+        assert_eq!(
+            one_fact_a_sentence("Tea grows. It is black."),
+            vec!["Tea grows. It is black."]
+        );
     }
 
     /// A passage's title or heading copied as a learning is refused and asked again.

@@ -15,7 +15,7 @@ use super::needs::need_label;
 use super::ReportInput;
 use crate::checks::money::{self, Budget, Fit};
 use crate::checks::text::{
-    content_words, dominant_script, foreign_script, jaccard, sentence_debris,
+    content_words, dominant_script, foreign_script, jaccard, leans_on_context, sentence_debris,
     NEAR_DUPLICATE_JACCARD,
 };
 use crate::embed::{cosine, EmbedError, Embedder};
@@ -744,30 +744,6 @@ pub(super) fn outline(
     })
 }
 
-/// Whether a finding needs a sentence before it to be understood: it opens on a pronoun or a
-/// demonstrative ("This technological advance …", "It …") or points at a time it does not name
-/// ("… later that century").
-pub(super) fn leans_on_context(text: &str) -> bool {
-    const OPENERS: &[&str] = &[
-        "this", "these", "that", "those", "it", "its", "they", "their", "he", "she", "his", "her",
-        "such",
-    ];
-    const POINTERS: &[&str] = &[
-        "that century",
-        "that year",
-        "that decade",
-        "that time",
-        "the same year",
-        "the same time",
-    ];
-    let lower = text.trim().to_lowercase();
-    let first = lower
-        .split(|c: char| !c.is_alphanumeric())
-        .next()
-        .unwrap_or("");
-    OPENERS.contains(&first) || POINTERS.iter().any(|p| lower.contains(p))
-}
-
 /// Openers of a "what" question that leave its topic when dropped ("What were some of the key
 /// figures …" → "key figures …"), longest first.
 const TOPIC_OPENERS: &[&str] = &[
@@ -880,22 +856,6 @@ mod tests {
             topic_of("How did the press change trade?", false),
             "How did the press change trade"
         );
-    }
-
-    #[test]
-    fn a_finding_that_leans_on_a_sentence_before_it_is_told_apart() {
-        assert!(leans_on_context(
-            "This technological advance has had a significant impact."
-        ));
-        assert!(leans_on_context(
-            "Printing by pressing an inked image onto paper appeared later that century."
-        ));
-        assert!(leans_on_context("It was invented around 1440."));
-        assert!(!leans_on_context(
-            "Johannes Gutenberg invented the printing press around 1440."
-        ));
-        assert!(!leans_on_context("Thistles grow in Scotland."));
-        assert!(!leans_on_context(""));
     }
 
     #[test]

@@ -15,13 +15,11 @@ use std::collections::BTreeSet;
 
 use serde_json::json;
 
-use super::outline::{
-    leans_on_context, tidy_sentence, DUPLICATE_COSINE, NEAR_ON_TOPIC_FINDING, OFF_TOPIC_FINDING,
-};
+use super::outline::{tidy_sentence, DUPLICATE_COSINE, NEAR_ON_TOPIC_FINDING, OFF_TOPIC_FINDING};
 use crate::checks::judge::{Judge, TURNED_AROUND};
 use crate::checks::text::{
-    content_words, finding_form, foreign_script, heading_debris, jaccard, sentence_debris,
-    split_sentences, Script, NEAR_DUPLICATE_JACCARD,
+    content_words, finding_form, foreign_script, heading_debris, jaccard, leans_on_context,
+    sentence_debris, split_sentences, Script, NEAR_DUPLICATE_JACCARD,
 };
 use crate::checks::{SupportMatcher, SUPPORT_THRESHOLD};
 use crate::embed::{cosine, Embedder};
