@@ -343,7 +343,7 @@ pub fn need_label(need: &str) -> String {
     if let Some(opener) = LABEL_OPENERS.iter().find(|o| lower.starts_with(*o)) {
         text = text[opener.len()..].trim().to_string();
     }
-    let text = first_person_to_reader(&text);
+    let text = and_before_the_last(first_person_to_reader(&text));
     // "The cost" → "the cost", but "AI tools" and "Japan" keep their capitals.
     let mut chars = text.chars();
     match (chars.next(), chars.next()) {
@@ -417,6 +417,25 @@ fn is_common_word(word: &str) -> bool {
 /// A need's finding as one sentence that names the need, for when the model's sentences fail
 /// their checks: "On the cost of tea: Prices range widely." or, for a need in the reader's own
 /// words, "Since you have a knee injury, cushioned shoes cut the load by 20%."
+/// A statement about the reader made of several notes ("you use statistical tests, are
+/// interested in ecology") read as one sentence: "… tests and are interested in ecology".
+fn and_before_the_last(text: String) -> String {
+    if !text.starts_with("you ") {
+        return text;
+    }
+    match text.rsplit_once(", ") {
+        Some((before, last))
+            if !last.starts_with("and ")
+                && !last.starts_with("or ")
+                && !before.ends_with(" and")
+                && !before.ends_with(" or") =>
+        {
+            format!("{before} and {last}")
+        }
+        _ => text,
+    }
+}
+
 pub(super) fn for_need(label: &str, fact: &Fact) -> String {
     let text = tidy_sentence(&fact.text);
     let first = text.split_whitespace().next().unwrap_or("");
@@ -763,5 +782,17 @@ mod tests {
             "the impact of this technology on Europe"
         );
         assert_eq!(need_label("Analyzes running costs"), "running costs");
+        assert_eq!(
+            need_label(&to_reader(
+                "Uses statistical tests, is interested in ecology"
+            )),
+            "you use statistical tests and are interested in ecology"
+        );
+        assert_eq!(
+            need_label(&to_reader(
+                "Has a family, enjoys travel, likes quiet beaches"
+            )),
+            "you have a family, enjoy travel and like quiet beaches"
+        );
     }
 }
