@@ -612,8 +612,37 @@ pub fn finding_form(text: &str) -> Option<String> {
     if split_sentences(t).len() > 2 {
         return Some("several sentences; one finding is one sentence".into());
     }
+    let lower = t.to_lowercase();
+    if SOURCE_DESCRIPTIONS.iter().any(|d| lower.contains(d)) {
+        return Some("it says what a source is about, not what it states; state the fact".into());
+    }
     None
 }
+
+/// Phrases of a sentence that describes a source instead of stating what it says ("A buyer's
+/// guide to laptops also offers information on prices in the UK"): a small model writes them
+/// when a passage is a table of contents or an introduction.
+const SOURCE_DESCRIPTIONS: &[&str] = &[
+    "offers information",
+    "provides information",
+    "gives information",
+    "contains information",
+    "includes information",
+    "offers an overview",
+    "provides an overview",
+    "gives an overview",
+    "provides details on",
+    "provides details about",
+    "offers details on",
+    "the passage says",
+    "the passage states",
+    "the passage describes",
+    "the passage discusses",
+    "the article discusses",
+    "the article describes",
+    "the guide discusses",
+    "the guide describes",
+];
 
 /// Whether a finding needs a sentence before it to be understood: it opens on a pronoun or a
 /// demonstrative ("This technological advance …", "It …") or points at a time it does not name
@@ -825,5 +854,11 @@ mod tests {
         assert!(finding_form("Movable type.").is_some());
         assert!(finding_form("I have a knee injury and run 20 km a week.").is_some());
         assert!(finding_form("{\"insight\": \"x\"} was printed in Mainz.").is_some());
+        assert!(finding_form(
+            "A buyer's guide to laptops for everyday use also offers information on prices in the UK."
+        )
+        .is_some());
+        assert!(finding_form("The passage describes how green tea is brewed at home.").is_some());
+        assert!(finding_form("The clinic offers free hearing tests on Mondays.").is_none());
     }
 }
