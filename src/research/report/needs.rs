@@ -417,10 +417,17 @@ fn is_common_word(word: &str) -> bool {
 /// A need's finding as one sentence that names the need, for when the model's sentences fail
 /// their checks: "On the cost of tea: Prices range widely." or, for a need in the reader's own
 /// words, "Since you have a knee injury, cushioned shoes cut the load by 20%."
+/// Whether a need's label is said to the reader ("you have …", "you're …", "your …").
+fn speaks_to_the_reader(label: &str) -> bool {
+    ["you ", "your ", "you're ", "you've ", "you'd ", "you'll "]
+        .iter()
+        .any(|o| label.starts_with(o))
+}
+
 /// A statement about the reader made of several notes ("you use statistical tests, are
 /// interested in ecology") read as one sentence: "… tests and are interested in ecology".
 fn and_before_the_last(text: String) -> String {
-    if !text.starts_with("you ") {
+    if !speaks_to_the_reader(&text) || text.starts_with("your ") {
         return text;
     }
     match text.rsplit_once(", ") {
@@ -447,7 +454,7 @@ pub(super) fn for_need(label: &str, fact: &Fact) -> String {
             .map(|c| c.to_lowercase().collect::<String>() + chars.as_str())
             .unwrap_or_default();
         format!("Since {label}, {lowered}")
-    } else if label.starts_with("you ") || label.starts_with("your ") {
+    } else if speaks_to_the_reader(label) {
         // "On you have knee pain: …" is not English, nor "On your ears ring after gigs: …"; a
         // finding that opens on a name stays whole.
         format!("Since {label}: {text}")
@@ -655,6 +662,13 @@ mod tests {
             vec![named[0].to_string()]
         );
         assert!(said("your ears ring after gigs", &[]).is_empty());
+        assert_eq!(
+            said(
+                "you're a drummer in a loud band",
+                &["Custom-moulded earplugs are made from an impression of the ear canal."]
+            ),
+            vec!["Since you're a drummer in a loud band: Custom-moulded earplugs are made from an impression of the ear canal.".to_string()]
+        );
     }
 
     #[test]

@@ -309,6 +309,9 @@ pub(super) fn outline(
     }
     let mut judged_off = 0;
     let mut off_question: Vec<usize> = Vec::new();
+    // Findings the judge finds help answer the question: a section's cosine to the question
+    // does not drop them.
+    let mut judged_on: BTreeMap<usize, f32> = BTreeMap::new();
     // Findings the chat model finds do not help answer the question, whatever words they
     // share with it ("Gliders are fixed-wing aircraft …" for a long flight with a toddler):
     // left out with those merged into them. When every finding goes, the report says the
@@ -329,6 +332,9 @@ pub(super) fn outline(
             } else {
                 cosine(vector(l), &query_vector)
             };
+            if let Some(score) = score.filter(|&s| s >= threshold) {
+                judged_on.insert(l, score);
+            }
             if let Some(score) = score.filter(|&s| s < threshold) {
                 if close >= JUDGE_RESCUE_COSINE {
                     tracing::debug!(
@@ -422,7 +428,19 @@ pub(super) fn outline(
             if s.2.is_empty() || r >= OFF_TOPIC_SECTION || (!any_on_topic && best == Some(index)) {
                 continue;
             }
-            for &l in &s.2 {
+            // A finding on the question can be far from it by the embedding when the question
+            // is general and the finding narrow: "Counts are not normal data …" is 0.21 to
+            // "Which statistical approach should I use to analyze my field survey data?". The
+            // model, asked, finds it helps; its section stays with such findings only.
+            let (stays, goes): (Vec<usize>, Vec<usize>) =
+                s.2.iter().partition(|l| judged_on.contains_key(l));
+            for &l in &stays {
+                tracing::debug!(
+                    "report: finding {l} kept though its section is far from the question                      (relevance {r:.2}): the judge scores it {:.2}",
+                    judged_on[&l]
+                );
+            }
+            for &l in &goes {
                 off_question.push(l);
                 unplaced.push((
                     l,
@@ -432,7 +450,7 @@ pub(super) fn outline(
                     ),
                 ));
             }
-            s.2.clear();
+            s.2 = stays;
         }
     }
 
@@ -459,7 +477,7 @@ pub(super) fn outline(
             for s in &mut sections {
                 s.2.retain(|&l| {
                     let r = grounded_relevance(l);
-                    if r >= OFF_TOPIC_FINDING {
+                    if r >= OFF_TOPIC_FINDING || judged_on.contains_key(&l) {
                         return true;
                     }
                     let near = anchors

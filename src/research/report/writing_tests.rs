@@ -473,6 +473,31 @@ fn a_finding_the_model_finds_off_the_question_is_left_out() {
     assert_eq!(report.off_question.len(), 2, "{:?}", report.off_question);
 }
 
+/// Findings on the question that share no word with it: far from it by the embedding.
+const KYUSU: &[&str] = &[
+    "Kyusu pots hold about 300 millilitres for two cups.",
+    "Kyusu pots have a side handle and a fine clay filter.",
+];
+
+#[test]
+fn a_finding_the_model_finds_on_the_question_stays_though_its_section_is_far() {
+    let f = fixture(&[
+        ("How is green tea brewed?", GREEN),
+        ("Which kyusu pots suit one person?", KYUSU),
+    ]);
+    // By the embedding alone the kyusu section is about something else, and goes.
+    let llm = Script::new(judging_tea_parties);
+    let (report, _) = write_with(&llm, &f, &[]);
+    assert!(!report.markdown.contains(KYUSU[0]), "{}", report.markdown);
+    // The model, asked, finds the findings help answer the question: they stay.
+    let llm = Script::new(judging_tea_parties);
+    let (report, _) = write_with_finding_judge(&llm, &f, 0.19);
+    assert_clean(&report);
+    for kyusu in KYUSU {
+        assert!(report.markdown.contains(kyusu), "{}", report.markdown);
+    }
+}
+
 #[test]
 fn a_model_that_cannot_judge_findings_leaves_them_to_the_embedding_cuts() {
     // The scripted model writes prose for every prompt, the judge's included: no yes/no
