@@ -850,16 +850,16 @@ mod tests {
     const GREEN: &str = "Green tea is brewed at 70 to 80 degrees for two minutes.";
     const BLACK: &str = "Black tea is brewed with boiling water for four minutes.";
 
-    fn run(llm: &ScriptedLlm, evidence: &[Evidence]) -> Findings {
+    fn run(llm: &dyn Llm, evidence: &[Evidence]) -> Findings {
         run_on(llm, "How should I brew tea?", evidence)
     }
 
-    fn run_on(llm: &ScriptedLlm, question: &str, evidence: &[Evidence]) -> Findings {
+    fn run_on(llm: &dyn Llm, question: &str, evidence: &[Evidence]) -> Findings {
         run_knowing(llm, question, evidence, Known::default())
     }
 
     fn run_knowing(
-        llm: &ScriptedLlm,
+        llm: &dyn Llm,
         question: &str,
         evidence: &[Evidence],
         known: Known<'_>,
@@ -994,20 +994,7 @@ mod tests {
             ]}),
             json!({"learnings": [], "tags": []}),
         ]));
-        let persona = Persona::default();
-        let ctx = NodeContext {
-            query: "How should I brew tea?",
-            question: "How should I brew tea?",
-            persona: &persona,
-            seen_tags: &[],
-            directives: "",
-            current_date: "2026-11-22",
-            leaf: true,
-            support_judge: None,
-            known: Known::default(),
-        };
-        let ev = [evidence(doc(0), "Green tea", GREEN)];
-        let (f, _) = research(&llm, &WordsEmbedder, &ctx, &ev).unwrap();
+        let f = run(&llm, &[evidence(doc(0), "Green tea", GREEN)]);
         assert_eq!(f.learnings, vec![(GREEN.to_string(), vec![0])]);
         let requests = llm.0.requests();
         assert_eq!(requests.len(), 2, "the retry was asked");
