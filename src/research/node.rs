@@ -404,16 +404,12 @@ fn one_fact_a_sentence(text: &str) -> Vec<String> {
     }
     let mut facts: Vec<(String, usize)> = Vec::new();
     for sentence in sentences {
-        match facts.last_mut() {
-            Some((fact, n)) if checks::text::leans_on_context(&sentence) => {
-                if *n == 1 {
-                    fact.push(' ');
-                    fact.push_str(&sentence);
-                    *n = 2;
-                }
-            }
-            _ if checks::text::leans_on_context(&sentence) => {}
-            _ => facts.push((sentence, 1)),
+        if !checks::text::leans_on_context(&sentence) {
+            facts.push((sentence, 1));
+        } else if let Some((fact, n @ 1)) = facts.last_mut() {
+            fact.push(' ');
+            fact.push_str(&sentence);
+            *n = 2;
         }
     }
     facts.into_iter().map(|(fact, _)| fact).collect()
