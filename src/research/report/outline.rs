@@ -56,6 +56,14 @@ pub const REHOME_MARGIN: f32 = 0.2;
 /// the rescue) and refuses 74 to 77 of the 170 off-topic findings the cosine cut keeps; the
 /// lowest, which keeps most, is taken.
 pub const JUDGE_RESCUE_COSINE: f32 = 0.45;
+/// How far above the finding judge's threshold a finding must score to stay against the
+/// embedding's cuts when it is also far from the question itself (cosine below
+/// [`OFF_TOPIC_FINDING`]): a score just over the bar is what the 1.5B judge gives a stray
+/// passage. On the eight guided questions of #29 a GLMM finding from another user's guide was
+/// placed in a family-holiday report at cosine 0.14 and score 0.23 (threshold 0.19), and
+/// another at -0.04 and 0.20; the far findings that answer Priya's survey question (cosine
+/// 0.10–0.21) score 0.30–0.50.
+pub const FAR_FINDING_JUDGE_FACTOR: f32 = 1.5;
 /// Learnings per paragraph: what a 1.5B model connects reliably in one call.
 pub const PARAGRAPH_LEARNINGS: usize = 3;
 /// Learnings the summary states.
@@ -310,7 +318,8 @@ pub(super) fn outline(
     let mut judged_off = 0;
     let mut off_question: Vec<usize> = Vec::new();
     // Findings the judge finds help answer the question: a section's cosine to the question
-    // does not drop them.
+    // does not drop them (one far from the question itself must clear a higher bar,
+    // [`FAR_FINDING_JUDGE_FACTOR`]).
     let mut judged_on: BTreeMap<usize, f32> = BTreeMap::new();
     // Findings the chat model finds do not help answer the question, whatever words they
     // share with it ("Gliders are fixed-wing aircraft …" for a long flight with a toddler):
@@ -332,7 +341,12 @@ pub(super) fn outline(
             } else {
                 cosine(vector(l), &query_vector)
             };
-            if let Some(score) = score.filter(|&s| s >= threshold) {
+            let bar = if close < OFF_TOPIC_FINDING {
+                threshold * FAR_FINDING_JUDGE_FACTOR
+            } else {
+                threshold
+            };
+            if let Some(score) = score.filter(|&s| s >= bar) {
                 judged_on.insert(l, score);
             }
             if let Some(score) = score.filter(|&s| s < threshold) {
@@ -436,7 +450,9 @@ pub(super) fn outline(
                 s.2.iter().partition(|l| judged_on.contains_key(l));
             for &l in &stays {
                 tracing::debug!(
-                    "report: finding {l} kept though its section is far from the question                      (relevance {r:.2}): the judge scores it {:.2}",
+                    "report: finding {l} kept though its section is far from the question \
+                     (relevance {r:.2}; the finding {:.2}): the judge scores it {:.2}",
+                    cosine(vector(l), &query_vector),
                     judged_on[&l]
                 );
             }
@@ -612,9 +628,13 @@ pub(super) fn outline(
         }
         found.sort_by(|a, b| b.0.total_cmp(&a.0));
         found.truncate(NEED_LEARNINGS);
-        // Tree order reads better than score order.
+        // The finding that answers the need best comes first, since the need's opener
+        // ("Since you have knee pain …") is read with it; the rest follow in tree order, which
+        // reads better than score order.
         let mut learnings: Vec<usize> = found.into_iter().map(|(_, l)| l).collect();
-        learnings.sort_by_key(|l| kept.iter().position(|k| k == l));
+        if learnings.len() > 2 {
+            learnings[1..].sort_by_key(|l| kept.iter().position(|k| k == l));
+        }
         let aspect = n >= reader_needs;
         let named_when_uncovered =
             aspect || (!vaguer_budget && !input.unanticipated_needs.contains(&input.needs[n]));

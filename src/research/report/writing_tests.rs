@@ -498,6 +498,44 @@ fn a_finding_the_model_finds_on_the_question_stays_though_its_section_is_far() {
     }
 }
 
+/// A stray passage from another subject, which the model judges just over the finding judge's
+/// threshold (0.22 against 0.19).
+const PONDS: &str = "Mixed models add a random intercept for each pond.";
+
+#[test]
+fn a_far_finding_the_judge_barely_passes_goes_with_its_section() {
+    let f = fixture(&[
+        ("How is green tea brewed?", GREEN),
+        ("Which kyusu pots suit one person?", KYUSU),
+        ("Which models suit pond counts?", &[PONDS]),
+    ]);
+    let llm = Script::new(|prompt: &str| {
+        if prompt.contains(FINDING_JUDGE)
+            && !prompt.contains(crate::checks::judge::FINDING_CONTRAST_QUESTION)
+            && prompt.ends_with(PONDS)
+        {
+            r#"{"probabilities":[0.52,0.48]}"#.to_string()
+        } else {
+            judging_tea_parties(prompt)
+        }
+    });
+    let (report, _) = write_with_finding_judge(&llm, &f, 0.19);
+    assert_clean(&report);
+    assert!(!report.markdown.contains(PONDS), "{}", report.markdown);
+    assert!(
+        report
+            .off_question
+            .iter()
+            .any(|o| o.contains("random intercept")),
+        "{:?}",
+        report.off_question
+    );
+    // The kyusu findings, as far from the question, score well above the bar and stay.
+    for kyusu in KYUSU {
+        assert!(report.markdown.contains(kyusu), "{}", report.markdown);
+    }
+}
+
 #[test]
 fn a_model_that_cannot_judge_findings_leaves_them_to_the_embedding_cuts() {
     // The scripted model writes prose for every prompt, the judge's included: no yes/no
@@ -1345,6 +1383,50 @@ fn judged_for_needs(needs: &[String], bar: Option<f32>) -> Report {
         ..tea_input(&f, &persona)
     };
     write(&llm, &Words, &input, &mut |_, _| {}).unwrap().0
+}
+
+#[test]
+fn the_finding_that_answers_a_need_best_is_read_with_its_opener() {
+    const NEED_JUDGE: &str = "What you know about the reader:";
+    // The need judge finds the black-tea finding answers the need best, and the green-tea
+    // one, earlier in the tree, less well.
+    let f = fixture(&[
+        ("How is green tea brewed?", GREEN),
+        ("What about black tea?", BLACK),
+    ]);
+    let llm = Script::new(|prompt: &str| {
+        if prompt.contains(NEED_JUDGE) {
+            // The contrast question (a reader the need does not name) gets a low yes.
+            let p = if !prompt.contains("caffeine") {
+                0.05
+            } else if prompt.ends_with(BLACK[0]) {
+                0.9
+            } else if prompt.ends_with(GREEN[0]) {
+                0.6
+            } else {
+                0.05
+            };
+            format!(r#"{{"probabilities":[{p},{}]}}"#, 1.0 - p)
+        } else {
+            faithful(prompt)
+        }
+    });
+    let needs = vec!["you have a caffeine sensitivity".to_string()];
+    let persona = Persona::default();
+    let input = ReportInput {
+        needs: &needs,
+        unanticipated_needs: &[],
+        need_judge: Some(0.2),
+        ..tea_input(&f, &persona)
+    };
+    let report = write(&llm, &Words, &input, &mut |_, _| {}).unwrap().0;
+    assert_clean(&report);
+    let section = report.sections.last().unwrap();
+    assert_eq!(section.heading, NEEDS_HEADING, "{}", report.markdown);
+    let text = &section.paragraphs[0].text;
+    let black = text.find("four minutes").expect(text);
+    let green = text.find("70 to 80 degrees").expect(text);
+    assert!(black < green, "{}", report.markdown);
 }
 
 #[test]
