@@ -575,7 +575,8 @@ impl Checks<'_> {
             }
             // A small model often copies a true sentence and numbers the wrong passage: then
             // the citation goes to the passage that does support it, so it still resolves to
-            // its evidence.
+            // its evidence. Of several passages it numbers, only those that support it are
+            // cited: an interview guide's fact also cited a chat on tuning hyperparameters.
             let mut cited = Vec::new();
             for &i in &idx {
                 if self.matcher.supports(&text, &self.shown[i])? {
@@ -597,12 +598,10 @@ impl Checks<'_> {
                     break;
                 }
             }
-            if !stated {
-                rejected.push((text, TURNED_AROUND.to_string()));
-            } else if moved {
+            if stated {
                 kept.push((text, cited));
             } else {
-                kept.push((text, idx));
+                rejected.push((text, TURNED_AROUND.to_string()));
             }
         }
         Ok((kept, rejected))
@@ -1109,6 +1108,21 @@ mod tests {
         assert!(requests[1].messages[2]
             .content
             .contains("not supported by the passages it cites"));
+    }
+
+    #[test]
+    fn a_learning_cites_only_the_passages_that_support_it() {
+        let llm = queue(vec![json!({"learnings": [
+            {"insight": GREEN, "sources": [1, 2]},
+        ], "tags": ["brewing"]})]);
+        let f = run(
+            &llm,
+            &[
+                evidence(doc(0), "Green tea", GREEN),
+                evidence(doc(1), "Black tea", BLACK),
+            ],
+        );
+        assert_eq!(f.learnings, vec![(GREEN.to_string(), vec![0])]);
     }
 
     #[test]
