@@ -668,6 +668,48 @@ pub fn leans_on_context(text: &str) -> bool {
     OPENERS.contains(&first) || POINTERS.iter().any(|p| lower.contains(p))
 }
 
+/// Why a sentence gives advice to someone the passages never name, if it does: "The reviewer
+/// should use a generalized linear mixed model …" where the guide says "A generalized linear
+/// mixed model adds a random effect …". A 1.5B model turns a fact into advice for a person it
+/// makes up from the persona ("the reviewer", "the user"); the support checks pass it, since
+/// the rest is the passage's words. Advice to a person a source does name ("Beginners should
+/// …" from a guide that says so) is the source's own.
+pub fn advice_to_someone_unnamed(sentence: &str, sources: &[&str]) -> Option<String> {
+    const DETERMINERS: &[&str] = &["the", "a", "an", "each", "every", "this", "our"];
+    const MODALS: &[&str] = &["should", "must", "needs", "need", "has", "have", "ought"];
+    let words: Vec<String> = sentence
+        .split_whitespace()
+        .take(4)
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
+        .collect();
+    let (subject, modal) = match words.as_slice() {
+        [d, noun, m, ..] if DETERMINERS.contains(&d.as_str()) => (noun, m),
+        [noun, m, ..] => (noun, m),
+        _ => return None,
+    };
+    let needs_to = matches!(modal.as_str(), "needs" | "need" | "has" | "have" | "ought");
+    let next = words.get(words.iter().position(|w| w == modal)? + 1);
+    if !MODALS.contains(&modal.as_str()) || needs_to && next.is_none_or(|w| w != "to") {
+        return None;
+    }
+    if subject == "you" || subject.is_empty() || subject.chars().any(|c| !c.is_alphabetic()) {
+        return None;
+    }
+    let stem = subject.trim_end_matches('s');
+    let named = sources.iter().any(|p| {
+        p.split(|c: char| !c.is_alphanumeric())
+            .any(|w| w.to_lowercase().trim_end_matches('s') == stem)
+    });
+    (!named).then(|| {
+        format!(
+            "advice to \"the {subject}\", whom the passages do not name; state the fact as the passage does"
+        )
+    })
+}
+
 /// Debris in a text that may still lack its final full stop (a finding the model left open).
 fn sentence_debris_or_markup(t: &str) -> Option<String> {
     markup_or_json(t).or_else(|| {
@@ -678,6 +720,37 @@ fn sentence_debris_or_markup(t: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn advice_to_someone_the_passages_never_name_is_told_apart() {
+        let guide = "A generalized linear mixed model (GLMM) adds a random effect for the site. \
+                     Beginners should choose a cushioned shoe.";
+        assert!(advice_to_someone_unnamed(
+            "The reviewer should use a generalized linear mixed model with a random effect.",
+            &[guide]
+        )
+        .is_some());
+        assert!(advice_to_someone_unnamed(
+            "The user needs to fit a GLMM with a random effect for the site.",
+            &[guide]
+        )
+        .is_some());
+        // The source's own advice, the fact itself, and advice to the reader pass.
+        assert!(
+            advice_to_someone_unnamed("Beginners should choose a cushioned shoe.", &[guide])
+                .is_none()
+        );
+        assert!(advice_to_someone_unnamed(
+            "A generalized linear mixed model adds a random effect for the site.",
+            &[guide]
+        )
+        .is_none());
+        assert!(advice_to_someone_unnamed("You should fit a GLMM.", &[guide]).is_none());
+        assert!(
+            advice_to_someone_unnamed("The site has to be a random effect.", &[guide]).is_none()
+        );
+        assert!(advice_to_someone_unnamed("The model has four decks.", &[guide]).is_none());
+    }
 
     #[test]
     fn a_finding_that_leans_on_a_sentence_before_it_is_told_apart() {

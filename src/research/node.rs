@@ -20,7 +20,8 @@ use super::tree::FollowUp;
 use super::ResearchError;
 use crate::checks::judge::{Judge, TURNED_AROUND};
 use crate::checks::text::{
-    cut_off, dominant_script, finding_form, foreign_script, whole_before_the_cut, Script,
+    advice_to_someone_unnamed, cut_off, dominant_script, finding_form, foreign_script,
+    whole_before_the_cut, Script,
 };
 use crate::checks::{self, SupportMatcher};
 use crate::embed::Embedder;
@@ -543,8 +544,9 @@ impl Checks<'_> {
         for (text, idx) in facts {
             // A word of another script than the question's ("… and human主义") is a slip of
             // the model's, unless a passage has it.
-            if let Some(why) =
-                finding_form(&text).or_else(|| foreign_script(&text, self.script, &passages))
+            if let Some(why) = finding_form(&text)
+                .or_else(|| foreign_script(&text, self.script, &passages))
+                .or_else(|| advice_to_someone_unnamed(&text, &passages))
             {
                 rejected.push((text, why));
                 continue;

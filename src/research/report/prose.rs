@@ -18,8 +18,8 @@ use serde_json::json;
 use super::outline::{tidy_sentence, DUPLICATE_COSINE, NEAR_ON_TOPIC_FINDING, OFF_TOPIC_FINDING};
 use crate::checks::judge::{Judge, TURNED_AROUND};
 use crate::checks::text::{
-    content_words, finding_form, foreign_script, heading_debris, jaccard, leans_on_context,
-    sentence_debris, split_sentences, Script, NEAR_DUPLICATE_JACCARD,
+    advice_to_someone_unnamed, content_words, finding_form, foreign_script, heading_debris,
+    jaccard, leans_on_context, sentence_debris, split_sentences, Script, NEAR_DUPLICATE_JACCARD,
 };
 use crate::checks::{SupportMatcher, SUPPORT_THRESHOLD};
 use crate::embed::{cosine, Embedder};
@@ -304,6 +304,7 @@ impl<'a> Writer<'a> {
         if let Some(why) = sentence_debris(sentence)
             .or_else(|| finding_form(sentence))
             .or_else(|| foreign_script(sentence, self.script, passages))
+            .or_else(|| advice_to_someone_unnamed(sentence, passages))
         {
             return Ok(Some(why));
         }
