@@ -33,7 +33,7 @@ use self::prose::{Fact, Writer};
 use super::persona::Persona;
 use super::tree::{Learning, Tree};
 use super::ResearchError;
-use crate::checks::text::{dominant_script, sentence_debris, split_sentences};
+use crate::checks::text::{content_words, dominant_script, sentence_debris, split_sentences};
 use crate::embed::Embedder;
 use crate::llm::{Completion, Llm};
 use crate::sources::{CitationTarget, Evidence};
@@ -163,6 +163,28 @@ pub struct ReportInput<'a> {
 
 /// The heading of the section that answers the reader's needs.
 pub const NEEDS_HEADING: &str = "What this means for you";
+/// The heading of paragraphs no heading fits, when the report has no general section.
+pub const FURTHER_HEADING: &str = "Further findings";
+
+/// Words of a direction's question that name no subject of their own ("What were the main
+/// factors …", "… the key effects of …").
+const GENERIC_TOPIC_WORDS: &str = "main key factors effects impact role different significant \
+    important major ways aspects types kinds common overall influence influences";
+
+/// Whether the paragraphs are about what `topic` names beyond the report's question: one of
+/// its own words (not the question's, not [`GENERIC_TOPIC_WORDS`]) is in them.
+fn topic_fits(topic: &str, query: &str, paragraphs: &[Paragraph]) -> bool {
+    let asked = content_words(query);
+    let generic = content_words(GENERIC_TOPIC_WORDS);
+    let said: std::collections::BTreeSet<String> = paragraphs
+        .iter()
+        .flat_map(|p| content_words(&p.text))
+        .collect();
+    content_words(topic)
+        .iter()
+        .filter(|w| !asked.contains(*w) && !generic.contains(*w))
+        .any(|w| said.contains(w))
+}
 
 /// The summary of a report whose findings were all about something else: `{}` is their
 /// number.
@@ -433,6 +455,8 @@ pub fn write(
     let mut section_paragraphs: Vec<Vec<Paragraph>> = vec![Vec::new(); outline.sections.len()];
     let mut sections = Vec::new();
     let mut answered = Vec::new();
+    // Paragraphs of sections no heading fits, read under the general section.
+    let mut unheaded: Vec<Paragraph> = Vec::new();
     for (job, drafted) in jobs.iter().zip(drafts) {
         match (&job.work, drafted?) {
             (Work::Paragraph { learnings, .. }, Drafted::Paragraph(draft)) => {
@@ -490,13 +514,34 @@ pub fn write(
                         writer.account(draft);
                     }
                     Slot::SectionHeading(section) => {
+                        let direction = outline.sections[section].direction;
+                        let paragraphs = std::mem::take(&mut section_paragraphs[section]);
+                        // The direction's question is the heading when the model's fail, if
+                        // the paragraphs are about what it names: a section headed "Main
+                        // criticisms of the printing press" held the press's definition. Those
+                        // that are not go under the report's general section.
                         let heading =
-                            writer.settle_heading(draft, &render, field, query, fallback, false)?;
-                        sections.push(Section {
-                            heading,
-                            direction: outline.sections[section].direction,
-                            paragraphs: std::mem::take(&mut section_paragraphs[section]),
-                        });
+                            if direction.is_none() || topic_fits(fallback, query, &paragraphs) {
+                                Some(writer.settle_heading(
+                                    draft, &render, field, query, fallback, false,
+                                )?)
+                            } else {
+                                writer.settle_model_heading(draft, &render, field, query, false)?
+                            };
+                        match heading {
+                            Some(heading) => sections.push(Section {
+                                heading,
+                                direction,
+                                paragraphs,
+                            }),
+                            None => {
+                                tracing::info!(
+                                    "report: no heading fits the section of {fallback:?}: its \
+                                     paragraphs go under the general section"
+                                );
+                                unheaded.extend(paragraphs);
+                            }
+                        }
                     }
                     _ => {
                         title = writer
@@ -555,6 +600,16 @@ pub fn write(
                 text: sentence,
                 citations: Vec::new(),
             });
+        }
+    }
+    if !unheaded.is_empty() {
+        match sections.iter_mut().find(|s| s.direction.is_none()) {
+            Some(general) => general.paragraphs.extend(unheaded),
+            None => sections.push(Section {
+                heading: FURTHER_HEADING.into(),
+                direction: None,
+                paragraphs: unheaded,
+            }),
         }
     }
     if !answered.is_empty() {

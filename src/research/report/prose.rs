@@ -745,18 +745,7 @@ impl<'a> Writer<'a> {
         fallback: &str,
         title: bool,
     ) -> Result<String, ResearchError> {
-        self.completions.extend(draft.completions);
-        let mut candidate = draft.heading;
-        if let Some(heading) = &candidate {
-            if let Some(why) = self.heading_problem(heading, avoid, title) {
-                let problems = format!("- \"{heading}\": {why}");
-                let again = self.heading_attempts(render, field, avoid, title, problems, 1)?;
-                self.completions.extend(again.completions);
-                candidate = again.heading;
-            }
-        }
-        if let Some(heading) = candidate {
-            self.headings.push(content_words(&heading));
+        if let Some(heading) = self.settle_model_heading(draft, render, field, avoid, title)? {
             return Ok(heading);
         }
         // The report's own question is a fine title as it stands.
@@ -775,6 +764,32 @@ impl<'a> Writer<'a> {
         }
         self.headings.push(content_words(&heading));
         Ok(heading)
+    }
+
+    /// The model's heading from `draft`, asked once more when it repeats a heading taken since
+    /// it was drafted; None when no answer of the model's passes.
+    pub fn settle_model_heading(
+        &mut self,
+        draft: HeadingDraft,
+        render: &(dyn Fn(&str) -> Result<String, ResearchError> + Sync),
+        field: &str,
+        avoid: &str,
+        title: bool,
+    ) -> Result<Option<String>, ResearchError> {
+        self.completions.extend(draft.completions);
+        let mut candidate = draft.heading;
+        if let Some(heading) = &candidate {
+            if let Some(why) = self.heading_problem(heading, avoid, title) {
+                let problems = format!("- \"{heading}\": {why}");
+                let again = self.heading_attempts(render, field, avoid, title, problems, 1)?;
+                self.completions.extend(again.completions);
+                candidate = again.heading;
+            }
+        }
+        if let Some(heading) = &candidate {
+            self.headings.push(content_words(heading));
+        }
+        Ok(candidate)
     }
 
     fn heading_problem(&self, heading: &str, avoid: &str, title: bool) -> Option<String> {

@@ -1331,6 +1331,38 @@ fn a_title_as_long_as_the_grammar_allows_was_cut_and_is_asked_again() {
 
 /// A long noun phrase is a better heading than the direction's question it falls back to.
 #[test]
+fn a_fallback_heading_fits_paragraphs_about_what_it_names_beyond_the_question() {
+    let query = "How did the printing press change Europe?";
+    let paragraphs = |text: &str| {
+        vec![Paragraph {
+            text: text.to_string(),
+            citations: vec![1],
+        }]
+    };
+    let definition = paragraphs(
+        "A printing press is a machine that transfers ink onto paper by applying pressure.",
+    );
+    // "criticisms" is nowhere in the paragraph: the heading would misname it.
+    assert!(!topic_fits(
+        "Main criticisms of the printing press",
+        query,
+        &definition
+    ));
+    // Only the question's words and generic ones ("main", "effects") name nothing of its own.
+    assert!(!topic_fits(
+        "Main effects of the printing press on Europe",
+        query,
+        &definition
+    ));
+    let spread = paragraphs("The printing press spread across Europe within fifty years.");
+    assert!(topic_fits(
+        "Main factors that led to the spread of the printing press",
+        query,
+        &spread
+    ));
+}
+
+#[test]
 fn a_long_heading_that_names_the_topic_is_kept() {
     const LONG: &str = "Internal and External Causes of the Fall of the Western Roman Empire";
     let f = fixture(&[
