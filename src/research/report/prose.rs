@@ -831,7 +831,9 @@ impl<'a> Writer<'a> {
 const CANNOT_END: &[&str] = &[
     "a", "an", "the", "and", "or", "of", "to", "in", "on", "for", "with", "by", "from", "as", "at",
     "but", "that", "which", "its", "their", "is", "are", "was", "were", "do", "does", "should",
-    "can", "i", "my", "your",
+    "can", "i", "my", "your", "across", "into", "over", "under", "between", "about", "after",
+    "before", "during", "through", "within", "without", "among", "than", "this", "these", "those",
+    "such",
 ];
 
 /// A heading from any text: one line, no quotes or closing punctuation, at most `max_words`
@@ -924,6 +926,14 @@ mod tests {
         assert_eq!(
             tidy_heading("What role did religion play in the spread of the press", 8),
             "What role did religion play in the spread"
+        );
+        // A heading cut before its object does not end on the preposition.
+        assert_eq!(
+            tidy_heading(
+                "Main factors that led to the spread of the printing press across Europe",
+                12
+            ),
+            "Main factors that led to the spread of the printing press"
         );
         assert_eq!(tidy_heading("\"**Costs** (1450", 8), "Costs");
         assert_eq!(
