@@ -171,6 +171,44 @@ pub const FURTHER_HEADING: &str = "Further findings";
 const GENERIC_TOPIC_WORDS: &str = "main key factors effects impact role different significant \
     important major ways aspects types kinds common overall influence influences";
 
+/// Most words [`heading_words`] gives.
+const HEADING_WORDS: usize = 6;
+
+/// Words of the facts that the question does not use, in order of first use, for a model that
+/// named a section after the report's question: a 1.5B model headed every section of the
+/// printing-press report "The Impact of the Printing Press on Europe", and asked again, wrote
+/// it again. Given the words its facts add ("machine, transfers, ink, …"), the task is
+/// choosing among them.
+fn heading_words(query: &str, facts: &[Fact]) -> Vec<String> {
+    let asked = content_words(query);
+    let generic = content_words(GENERIC_TOPIC_WORDS);
+    let mut out: Vec<String> = Vec::new();
+    for fact in facts {
+        for word in fact
+            .text
+            .split(|c: char| !(c.is_alphanumeric() || c == '-'))
+        {
+            let lower = word.to_lowercase();
+            let Some(key) = content_words(&lower).into_iter().next() else {
+                continue;
+            };
+            if lower.chars().count() < 3
+                || !lower.chars().all(char::is_alphabetic)
+                || asked.contains(&key)
+                || generic.contains(&key)
+                || out.iter().any(|o| content_words(o).contains(&key))
+            {
+                continue;
+            }
+            out.push(word.to_string());
+            if out.len() == HEADING_WORDS {
+                return out;
+            }
+        }
+    }
+    out
+}
+
 /// Whether the paragraphs are about what `topic` names beyond the report's question: one of
 /// its own words (not the question's, not [`GENERIC_TOPIC_WORDS`]) is in them.
 fn topic_fits(topic: &str, query: &str, paragraphs: &[Paragraph]) -> bool {
@@ -765,6 +803,9 @@ struct Prompt<'p> {
     short: bool,
     /// Everyday words ([`AnswerStyle::plain`]).
     plain: bool,
+    /// Headings only: words of the facts the question does not use, shown when the model's
+    /// heading is asked again ([`heading_words`]).
+    words: String,
 }
 
 impl<'p> Prompt<'p> {
@@ -788,6 +829,11 @@ impl<'p> Prompt<'p> {
             },
             short: style.short,
             plain: style.plain,
+            words: if template == "report_heading" {
+                heading_words(query, &facts).join(", ")
+            } else {
+                String::new()
+            },
         }
     }
 
@@ -802,6 +848,7 @@ impl<'p> Prompt<'p> {
                 short => self.short,
                 plain => self.plain,
                 problems => problems,
+                words => self.words,
             },
         )?)
     }

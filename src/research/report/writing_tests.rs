@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use super::prose::Fact;
 use super::*;
 use crate::checks::text::{heading_debris, is_content, near_duplicates, split_sentences};
 use crate::research::tree::{FollowUp, Origin};
@@ -1360,6 +1361,38 @@ fn a_fallback_heading_fits_paragraphs_about_what_it_names_beyond_the_question() 
         query,
         &spread
     ));
+}
+
+#[test]
+fn a_heading_asked_again_is_given_the_words_its_facts_add_to_the_question() {
+    let fact = |text: &str| Fact {
+        text: text.to_string(),
+        passages: Vec::new(),
+    };
+    let words = heading_words(
+        "How did the printing press change Europe?",
+        &[fact(
+            "A printing press is a machine that transfers ink onto paper by applying pressure.",
+        )],
+    );
+    assert_eq!(
+        words,
+        ["machine", "transfers", "ink", "onto", "paper", "applying"],
+        "{words:?}"
+    );
+    // The model names the section after the report's question; asked again, it is shown them.
+    let f = fixture(&[("How is green tea brewed?", GREEN)]);
+    let llm = Script::new(|prompt: &str| {
+        if prompt.contains("\"heading\"") {
+            json_text("heading", "Brew tea")
+        } else {
+            faithful(prompt)
+        }
+    });
+    write_with(&llm, &f, &[]);
+    let retries =
+        llm.prompts_with("Words these facts use that the question does not: Japanese, sencha,");
+    assert_eq!(retries.len(), 1, "{:#?}", llm.prompts());
 }
 
 #[test]
