@@ -685,14 +685,18 @@ pub fn advice_to_someone_unnamed(sentence: &str, sources: &[&str]) -> Option<Str
                 .to_lowercase()
         })
         .collect();
-    let (subject, modal) = match words.as_slice() {
-        [d, noun, m, ..] if DETERMINERS.contains(&d.as_str()) => (noun, m),
-        [noun, m, ..] => (noun, m),
-        _ => return None,
+    let at = usize::from(
+        words
+            .first()
+            .is_some_and(|d| DETERMINERS.contains(&d.as_str())),
+    );
+    let (Some(subject), Some(modal)) = (words.get(at), words.get(at + 1)) else {
+        return None;
     };
+    // "needs", "has", "ought" advise only as "needs to", "has to", "ought to".
     let needs_to = matches!(modal.as_str(), "needs" | "need" | "has" | "have" | "ought");
-    let next = words.get(words.iter().position(|w| w == modal)? + 1);
-    if !MODALS.contains(&modal.as_str()) || needs_to && next.is_none_or(|w| w != "to") {
+    if !MODALS.contains(&modal.as_str()) || needs_to && words.get(at + 2).is_none_or(|w| w != "to")
+    {
         return None;
     }
     if subject == "you" || subject.is_empty() || subject.chars().any(|c| !c.is_alphabetic()) {

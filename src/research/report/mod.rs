@@ -183,6 +183,7 @@ fn heading_words(query: &str, facts: &[Fact]) -> Vec<String> {
     let asked = content_words(query);
     let generic = content_words(GENERIC_TOPIC_WORDS);
     let mut out: Vec<String> = Vec::new();
+    let mut seen: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     for fact in facts {
         for word in fact
             .text
@@ -196,7 +197,7 @@ fn heading_words(query: &str, facts: &[Fact]) -> Vec<String> {
                 || !lower.chars().all(char::is_alphabetic)
                 || asked.contains(&key)
                 || generic.contains(&key)
-                || out.iter().any(|o| content_words(o).contains(&key))
+                || !seen.insert(key)
             {
                 continue;
             }
