@@ -378,6 +378,50 @@ fn tea_node(
     }
 }
 
+/// A need of the reader looked up in the tea documents with the real models: the sentence found
+/// is a whole sentence of the passage it cites, and a bar no score can reach finds nothing
+/// after the same judge calls.
+#[test]
+fn a_need_is_looked_up_in_the_documents_with_the_real_models() {
+    let models = common::store();
+    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
+    let llm = common::small_model();
+    let evidence = tea_evidence();
+    let query = "How should I brew tea?";
+    let label = "you sleep badly after an evening cup of caffeine";
+    let look_up = |threshold| {
+        rudder::research::sentence_for_need(
+            &llm,
+            &embedder,
+            query,
+            label,
+            &evidence,
+            &[],
+            threshold,
+        )
+        .unwrap()
+    };
+    // SmolLM2's P(yes) barely depends on the need, so the score is about the cosine.
+    let (found, completions) = look_up(0.01);
+    let found = found.expect("a tea sentence close to caffeine and sleep");
+    println!("{} ({:.2})", found.sentence, found.score);
+    assert!(
+        evidence[found.passage].text.contains(&found.sentence),
+        "{found:?}"
+    );
+    assert!(rudder::checks::text::finding_form(&found.sentence).is_none());
+    // Two forward passes (the need and a reader of whom nothing is known) per sentence judged,
+    // at most three sentences.
+    assert!(
+        [2, 4, 6].contains(&completions.len()),
+        "{} calls",
+        completions.len()
+    );
+    let (none, again) = look_up(2.5);
+    assert_eq!(none, None);
+    assert_eq!(again.len(), completions.len());
+}
+
 /// The support judge at a node, with the real model: a judge no passage can satisfy (a
 /// threshold above 1) refuses every learning the model words itself, each after one forward
 /// pass, and the node falls back to quoting its passages, which the judge does not read.

@@ -175,6 +175,24 @@ pub fn need_threshold_for(model: &str) -> f32 {
     }
 }
 
+/// The lowest score (as [`NEED_JUDGE_THRESHOLD`]'s) a sentence of the documents needs from the
+/// default chat model to be looked up for a need of the reader and added to the research's
+/// learnings: the best-F1 threshold of `rudder eval need-judge` (held-out precision 0.56,
+/// recall 0.70), where the report's bar asks precision 0.8. A sentence looked up is one the
+/// report states; only at the report's bar is it said to the reader as meeting their need
+/// ("Since you have …"), so a mistake here costs a sentence on the question, not a false claim
+/// about the reader. See [`need_lookup_threshold_for`].
+pub const NEED_LOOKUP_THRESHOLD: f32 = 0.37;
+
+/// The need lookup's threshold for the chat model `model` (0: no lookup, as for an
+/// uncalibrated need judge).
+pub fn need_lookup_threshold_for(model: &str) -> f32 {
+    match model {
+        crate::config::DEFAULT_CHAT_MODEL => NEED_LOOKUP_THRESHOLD,
+        _ => 0.0,
+    }
+}
+
 /// What the need judge says it knows of a reader when it knows nothing: a finding's P(yes)
 /// for it is what the model says for that finding whatever the reader.
 pub const NEED_CONTRAST: &str = "nothing in particular";

@@ -56,6 +56,7 @@ pub use persona::Persona;
 pub use report::Report;
 pub use state::ResearchState;
 pub use steering::{Directives, Journal, MemoryJournal};
+pub use steps::needs::{sentence_for_need, Found};
 pub use todo::{Provenance, Task, TaskStatus, TodoPlan};
 pub use tree::{FollowUp, Learning, Node, Origin, Tree};
 pub use utility::{TagCounts, Utility, UtilityWeights};
@@ -103,6 +104,11 @@ pub struct ResearchSettings {
     /// embedding cuts alone; None: the threshold calibrated for the model in use
     /// ([`crate::checks::judge::finding_threshold_for`]).
     pub finding_judge: Option<f32>,
+    /// The lowest score (the need judge's, plus the cosine to the need) a sentence of the
+    /// documents must have to be looked up for one of the reader's needs before the report
+    /// (`steps::needs`); 0 turns the lookup off; None: the threshold calibrated for the model
+    /// in use ([`crate::checks::judge::need_lookup_threshold_for`]).
+    pub need_lookup: Option<f32>,
 }
 
 impl Default for ResearchSettings {
@@ -120,6 +126,7 @@ impl Default for ResearchSettings {
             support_judge: None,
             judge_learnings: true,
             finding_judge: None,
+            need_lookup: None,
         }
     }
 }

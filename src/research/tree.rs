@@ -19,13 +19,16 @@ pub enum Origin {
     Steering,
     /// A knowledge gap found by reflection.
     Gap,
+    /// What the sources say for one of the reader's needs, looked up before the report
+    /// ([`crate::research::Researcher`]'s report step): sentences of passages, not planned from.
+    Need,
 }
 
 impl Origin {
-    /// Steering and knowledge-gap nodes answer one specific need: they are researched but
-    /// not expanded further, which keeps a steered run's length predictable.
+    /// Steering, knowledge-gap and need nodes answer one specific need: they are researched
+    /// but not expanded further, which keeps a steered run's length predictable.
     pub fn expands(self) -> bool {
-        !matches!(self, Origin::Steering | Origin::Gap)
+        !matches!(self, Origin::Steering | Origin::Gap | Origin::Need)
     }
 }
 
@@ -185,6 +188,7 @@ impl Tree {
             Origin::User => " (yours)",
             Origin::Steering => " (steering)",
             Origin::Gap => " (knowledge gap)",
+            Origin::Need => " (your need)",
             _ => "",
         };
         out.push_str(&format!(

@@ -502,6 +502,10 @@ pub(super) fn for_budget(budget: &Budget, findings: &[(usize, &str)]) -> (String
             Some((budget.fit(&text)?, l, text))
         })
         .collect();
+    // A price said twice is said once: a list a node learned whole gives its priced item, and
+    // the item can also have been learned on its own.
+    let mut said = BTreeSet::new();
+    fitted.retain(|(_, _, text)| said.insert(text.to_lowercase()));
     // Stable: findings of one fit keep their order.
     fitted.sort_by_key(|f| f.0);
     let sentences: Vec<String> = fitted

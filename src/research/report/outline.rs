@@ -19,7 +19,7 @@ use crate::checks::text::{
     NEAR_DUPLICATE_JACCARD,
 };
 use crate::embed::{cosine, EmbedError, Embedder};
-use crate::research::tree::one_line;
+use crate::research::tree::{one_line, Origin};
 
 /// A section none of whose findings reaches this cosine (all-MiniLM-L6-v2) with the question
 /// is about something else and is left out. On the printing-press research of #30 the
@@ -263,6 +263,17 @@ pub(super) fn outline(
             .flatten()
             .any(|b| b.fit(tidy_of(l)).is_some())
     };
+    // A finding looked up for one of the reader's needs was judged with the reader in view
+    // (`research::steps::needs`); the question alone does not show why it matters: "Noise
+    // damage often starts as tinnitus …" scored 0.12 for an earplug question, and it is why a
+    // drummer whose ears ring after gigs should wear them at every rehearsal.
+    let looked_up_for_reader = |l: usize| {
+        input
+            .tree
+            .nodes
+            .get(input.learnings[l].node)
+            .is_some_and(|n| n.origin == Origin::Need)
+    };
     let vector = |l: usize| -> &[f32] {
         let i = candidates.iter().position(|&c| c == l).unwrap_or(0);
         &vectors[i]
@@ -354,6 +365,11 @@ pub(super) fn outline(
                     tracing::debug!(
                         "report: finding {l} kept though the judge scores it {score:.2}: \
                          its cosine to the question is {close:.2}"
+                    );
+                } else if close >= OFF_TOPIC_FINDING && looked_up_for_reader(l) {
+                    tracing::debug!(
+                        "report: finding {l} kept though the judge scores it {score:.2}: it was \
+                         looked up for a need of the reader"
                     );
                 } else if close >= OFF_TOPIC_FINDING && priced_for_reader(l) {
                     // What the thing costs is on the question for a reader with a budget: the

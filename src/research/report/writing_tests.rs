@@ -429,6 +429,23 @@ fn judging_tea_parties(prompt: &str) -> String {
 }
 
 #[test]
+fn a_finding_looked_up_for_a_need_stays_though_the_question_alone_finds_it_off() {
+    // The tea-party findings were looked up for a need of the reader: the judge of the
+    // question alone says no to them, and they stay.
+    let mut f = fixture(&[
+        ("How is green tea brewed?", GREEN),
+        ("Looked up for you: you host tea parties", TEA_PARTY),
+    ]);
+    f.tree.nodes[2].origin = Origin::Need;
+    let llm = Script::new(judging_tea_parties);
+    let (report, _) = write_with_finding_judge(&llm, &f, 0.19);
+    assert_clean(&report);
+    for finding in GREEN.iter().chain(TEA_PARTY) {
+        assert!(report.markdown.contains(finding), "{}", report.markdown);
+    }
+}
+
+#[test]
 fn a_finding_the_model_finds_off_the_question_is_left_out() {
     let f = fixture(&[
         ("How is green tea brewed?", GREEN),
@@ -744,6 +761,26 @@ fn a_budget_gets_the_prices_in_its_currency_said_in_code_with_how_each_stands_to
     );
     assert!(
         !report.markdown.contains("Since you have a budget"),
+        "{}",
+        report.markdown
+    );
+}
+
+#[test]
+fn a_price_learned_twice_in_the_same_words_is_said_once_for_the_budget() {
+    // A node learned a guide's whole list; the price in it was also looked up on its own.
+    const LIST: &str = "- A set of door seals costs 100 euros.\n- Green tea is brewed at 80 \
+                        degrees for two minutes.";
+    const SEALS: &str = "A set of door seals costs 100 euros.";
+    let f = fixture(&[("What does tea cost?", &[LIST, SEALS])]);
+    let needs = vec!["you have a budget of 150 euros for tea".to_string()];
+    let (report, _) = write_with(&Script::new(faithful), &f, &needs);
+    assert_clean(&report);
+    let section = report.sections.last().unwrap();
+    assert_eq!(section.heading, NEEDS_HEADING, "{}", report.markdown);
+    assert_eq!(
+        section.paragraphs[0].text,
+        "Within your budget of 150 euros: A set of door seals costs 100 euros.",
         "{}",
         report.markdown
     );

@@ -6,10 +6,12 @@
 //! * [`investigate`] — one node researched over the sources into learnings.
 //! * [`plan`] — a frontier node's follow-ups narrowed, scored, perhaps put to the user, added.
 //! * [`reflect`] — steering applied; knowledge gaps and obsolete tasks after a level.
+//! * [`needs`] — what the documents say for each of the reader's needs, before the report.
 //! * [`report`] — the cited report.
 
 mod clarify;
 mod investigate;
+pub(super) mod needs;
 mod plan;
 mod reflect;
 mod report;

@@ -13,12 +13,13 @@ impl Run<'_, '_> {
     /// Writes the report, section by section, answering the needs of the profile and the
     /// persona checklist at the end.
     pub(in crate::research) fn write_report(&mut self) -> Result<(), ResearchError> {
-        let tree = self.reported_tree();
         let ReadersNeeds {
             needs,
             unanticipated,
             aspects,
         } = self.readers_needs()?;
+        self.look_up_needs(&needs)?;
+        let tree = self.reported_tree();
         // How the reader wants answers: what the profile states of it and what they said.
         let told = crate::checks::text::split_sentences(&self.s.persona_text);
         let style = report::answer_style(&self.s.profile, &told);
@@ -179,6 +180,14 @@ impl Run<'_, '_> {
     /// The need judge's threshold for this run's chat model (None: off).
     fn need_judge(&self) -> Option<f32> {
         self.judge_threshold(None, judge::need_threshold_for)
+    }
+
+    /// The need lookup's threshold for this run's chat model (None: no lookup).
+    pub(in crate::research) fn need_lookup(&self) -> Option<f32> {
+        self.judge_threshold(
+            self.r.settings.need_lookup,
+            judge::need_lookup_threshold_for,
+        )
     }
 
     /// A judge's threshold: the setting, else the one calibrated for the chat model; 0 is off.

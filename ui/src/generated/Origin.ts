@@ -3,4 +3,4 @@
 /**
  * How a node came to be.
  */
-export type Origin = "root" | "planned" | "wild_card" | "user" | "steering" | "gap";
+export type Origin = "root" | "planned" | "wild_card" | "user" | "steering" | "gap" | "need";

@@ -604,6 +604,7 @@ export const ORIGIN_LABEL: Record<Origin, string> = {
   user: 'yours',
   steering: 'steering',
   gap: 'gap',
+  need: 'for you',
 };
 
 export const PROVENANCE_LABEL: Record<Provenance, string> = {
