@@ -360,6 +360,13 @@ fn tea_evidence() -> Vec<rudder::sources::Evidence> {
         .collect()
 }
 
+/// The real embedder and SmolLM2.
+fn real_models() -> (FastEmbedder, rudder::llm::llama::LlamaLlm) {
+    let models = common::store();
+    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
+    (embedder, common::small_model())
+}
+
 /// A leaf node on the tea question, with the support judge at `support_judge`.
 fn tea_node(
     persona: &Persona,
@@ -383,9 +390,7 @@ fn tea_node(
 /// after the same judge calls.
 #[test]
 fn a_need_is_looked_up_in_the_documents_with_the_real_models() {
-    let models = common::store();
-    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
-    let llm = common::small_model();
+    let (embedder, llm) = real_models();
     let evidence = tea_evidence();
     let query = "How should I brew tea?";
     let label = "you sleep badly after an evening cup of caffeine";
@@ -429,9 +434,7 @@ fn a_need_is_looked_up_in_the_documents_with_the_real_models() {
 fn a_node_whose_judge_refuses_every_learning_quotes_its_passages() {
     use rudder::research::node;
 
-    let models = common::store();
-    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
-    let llm = common::small_model();
+    let (embedder, llm) = real_models();
     let evidence = tea_evidence();
     let persona = Persona::default();
     let ctx = tea_node(&persona, Some(1.01));
@@ -467,9 +470,7 @@ fn a_real_node_keeps_only_supported_findings() {
     use rudder::checks::{text::finding_form, SupportMatcher, SUPPORT_THRESHOLD};
     use rudder::research::node;
 
-    let models = common::store();
-    let embedder = FastEmbedder::from_store(&models, common::EMBED_MODEL, 1).unwrap();
-    let llm = common::small_model();
+    let (embedder, llm) = real_models();
     let evidence = tea_evidence();
     let persona = Persona::default();
     let ctx = tea_node(&persona, None);
