@@ -21,13 +21,13 @@ use crate::llm::{Completion, Llm};
 use crate::research::engine::Run;
 use crate::research::events::{Event, Stage};
 use crate::research::report::{self, DUPLICATE_COSINE, MAX_NEEDS, OFF_TOPIC_SECTION};
-use crate::research::tree::{FollowUp, Learning, Origin};
+use crate::research::tree::{Learning, Origin};
 use crate::research::ResearchError;
 use crate::sources::{CitationTarget, Evidence};
 
 /// Sentences judged for each need: those closest to it. Each costs two forward passes (the
 /// need and the contrast reader).
-pub const NEED_CANDIDATES: usize = 3;
+const NEED_CANDIDATES: usize = 3;
 
 /// Most words of a sentence taken from a passage: a longer one is several facts, which the
 /// writer cannot say in one clause for a need.
@@ -35,17 +35,17 @@ const MAX_SENTENCE_WORDS: usize = 40;
 
 /// A sentence of a passage, a candidate for a need.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Candidate {
+struct Candidate {
     /// Index of its passage.
-    pub passage: usize,
-    pub sentence: String,
+    passage: usize,
+    sentence: String,
 }
 
 /// The sentences of `passages` that can stand as a finding on their own: not history (an
 /// earlier conversation is not a source to state as fact), one whole declarative sentence
 /// ([`finding_form`]), no debris, at most [`MAX_SENTENCE_WORDS`] words, and not leaning on a
 /// sentence before it ("They take interchangeable filters").
-pub fn candidate_sentences(passages: &[Evidence]) -> Vec<Candidate> {
+fn candidate_sentences(passages: &[Evidence]) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = Vec::new();
     for (i, passage) in passages.iter().enumerate() {
         if matches!(passage.target, CitationTarget::History { .. }) {
@@ -92,12 +92,7 @@ fn sentences_and_items(text: &str) -> Vec<String> {
 /// a section), stating nothing a learning states already (cosine below [`DUPLICATE_COSINE`]),
 /// closest to the need. `vectors` are the candidates', `need` and `query` the need label's and
 /// the question's, `known` the learnings'.
-pub fn to_judge(
-    vectors: &[Vec<f32>],
-    need: &[f32],
-    query: &[f32],
-    known: &[Vec<f32>],
-) -> Vec<usize> {
+fn to_judge(vectors: &[Vec<f32>], need: &[f32], query: &[f32], known: &[Vec<f32>]) -> Vec<usize> {
     let mut scored: Vec<(f32, usize)> = vectors
         .iter()
         .enumerate()
@@ -272,20 +267,14 @@ impl Run<'_, '_> {
         passage: Evidence,
     ) {
         let id = self.s.tree.nodes.len();
-        let follow_up = FollowUp {
-            question: format!("Looked up for you: {label}"),
-            confidence: 1.0,
-            tags: Vec::new(),
-            wild_card: false,
-        };
         self.emit(Event::NodeAdded {
             id,
             parent: Some(0),
             depth: 1,
-            question: follow_up.question,
+            question: format!("Looked up for you: {label}"),
             origin: Origin::Need,
-            confidence: follow_up.confidence,
-            tags: follow_up.tags,
+            confidence: 1.0,
+            tags: Vec::new(),
             prefetched: Vec::new(),
         });
         self.emit(Event::NodeStarted { id });
