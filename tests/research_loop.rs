@@ -441,6 +441,61 @@ fn a_statement_of_the_users_becomes_a_need_only_for_a_question_it_bears_on() {
 }
 
 #[test]
+fn a_fact_the_relevance_judge_left_out_is_a_need_where_the_documents_show_it_matters() {
+    // What the history says of the reader that the relevance judge did not keep: looked up in
+    // the documents before the report, and a need only where a sentence matters for it.
+    let llm = ScriptedLlm::new();
+    let mut source = MemorySource::tea();
+    source.0.push((
+        "Brewing temperature".into(),
+        "People with a sore throat should brew tea below 65 degrees. Brewing tea at a lower \
+         temperature keeps its sweetness."
+            .into(),
+    ));
+    let brief = Brief {
+        query: "How should I brew tea?".into(),
+        profile: "Emphasize:\n- I brew tea with a cheap electric kettle.\n".into(),
+        considered: vec![
+            "Has a sore throat every winter".into(),
+            "Plays chess online most days".into(),
+        ],
+        ..Brief::default()
+    };
+    let mut settings = settings(1, 2, 0.7);
+    settings.need_lookup = Some(0.37);
+    let (outcome, _) = run_brief(source, &llm, settings, &mut NeverAsk, &brief);
+    let looked_up: Vec<&str> = outcome
+        .tree
+        .nodes
+        .iter()
+        .filter(|n| n.origin == Origin::Need)
+        .map(|n| n.question.as_str())
+        .collect();
+    assert!(
+        looked_up.iter().any(|q| q.contains("sore throat")),
+        "{looked_up:?}"
+    );
+    assert!(
+        !looked_up.iter().any(|q| q.contains("chess")),
+        "{looked_up:?}"
+    );
+    assert!(
+        outcome
+            .report
+            .markdown
+            .contains("People with a sore throat should brew tea below 65 degrees"),
+        "{}",
+        outcome.report.markdown
+    );
+    assert!(
+        !outcome.report.markdown.contains("chess"),
+        "{}",
+        outcome.report.markdown
+    );
+    assert!(llm.count("need judge") > 0);
+}
+
+#[test]
 fn every_citation_in_the_report_resolves() {
     let llm = ScriptedLlm::new();
     let (outcome, _) = run(&llm, settings(1, 2, 0.7), &mut NeverAsk);
@@ -516,6 +571,7 @@ fn the_query_aware_profile_seeds_the_persona() {
         persona_text: "A student.".into(),
         profile: "Emphasize:\n- cheap options\nTone:\n- casual".into(),
         checklist: None,
+        considered: Vec::new(),
     })
     .unwrap();
     let seeded = events

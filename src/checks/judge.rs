@@ -193,6 +193,23 @@ pub fn need_lookup_threshold_for(model: &str) -> f32 {
     }
 }
 
+/// The lowest score (as [`NEED_JUDGE_THRESHOLD`]'s) a sentence of the documents needs from the
+/// default chat model to make a fact the relevance judge did not keep
+/// ([`crate::profile::QueryProfile::considered`]) a need of the reader: the precision-first
+/// threshold of `rudder eval need-judge` (held-out precision 0.88, recall 0.52). The fact is
+/// then said to the reader, so it asks more than the report's own bar. See
+/// [`considered_lookup_threshold_for`].
+pub const CONSIDERED_LOOKUP_THRESHOLD: f32 = 0.50;
+
+/// The threshold for looking up the facts the relevance judge did not keep, for the chat model
+/// `model` (0: not looked up, as for an uncalibrated need judge).
+pub fn considered_lookup_threshold_for(model: &str) -> f32 {
+    match model {
+        crate::config::DEFAULT_CHAT_MODEL => CONSIDERED_LOOKUP_THRESHOLD,
+        _ => 0.0,
+    }
+}
+
 /// What the need judge says it knows of a reader when it knows nothing: a finding's P(yes)
 /// for it is what the model says for that finding whatever the reader.
 pub const NEED_CONTRAST: &str = "nothing in particular";

@@ -94,6 +94,10 @@ pub struct Phrase {
 #[derive(Debug, Clone, Default)]
 pub struct Extracted {
     pub phrases: Vec<Phrase>,
+    /// Phrases the relevance judge did not keep, with their scores: what the history says of
+    /// the user that the judge alone could not tie to the question (see
+    /// [`super::QueryProfile::considered`]).
+    pub considered: Vec<Phrase>,
     /// Entries asked about.
     pub asked: usize,
     /// Calls made again after a format rule was broken.

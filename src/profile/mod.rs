@@ -390,7 +390,8 @@ fn inferred_query_profile(
         .chain(&extracted.phrases)
         .cloned()
         .collect();
-    let profile = query_profile::assemble(query, &phrases, vectors)?;
+    let mut profile = query_profile::assemble(query, &phrases, vectors)?;
+    profile.considered = query_profile::considered(&extracted.considered, &profile);
     let generation_seconds = extracted.seconds + generation_started.elapsed().as_secs_f64();
     let mut generation_usage = extracted.usage;
     generation_usage += judged;
@@ -506,6 +507,12 @@ fn judge_relevance(
         );
         if kept {
             extracted.phrases.push(phrase);
+        } else if !bar.style_only.contains(&phrase.session)
+            && query_profile::presentation_cue(&phrase.text).is_none()
+        {
+            // A fact about the person, not how a text should read: the documents may still
+            // show that it matters for the question.
+            extracted.considered.push(phrase);
         }
     }
     Ok(usage)

@@ -56,6 +56,15 @@ pub struct QueryProfile {
     pub content_depth: Vec<Statement>,
     pub tone: Vec<Statement>,
     pub explanation_style: Vec<Statement>,
+    /// What the history says of the person that the relevance judge did not keep for this
+    /// question, best scored first, at most [`MAX_CONSIDERED`]. Not part of the profile: no
+    /// prompt sees it and it is no need, until the research's documents show that it matters
+    /// (a passage the need judge scores at its precision bar for a reader with it; see
+    /// `research::steps::needs`). The 1.5B judge scores "Has ADHD" 0.17 for a technical
+    /// interview, while the interview guide says long study sessions are hard "especially for
+    /// people with ADHD".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub considered: Vec<Statement>,
 }
 
 impl QueryProfile {
@@ -86,12 +95,15 @@ impl QueryProfile {
         }
     }
 
-    /// All cited entry ids, sorted and unique.
+    /// All cited entry ids, sorted and unique (those of [`Self::considered`] too: forgetting
+    /// one drops the cached profile with it).
     pub fn cited(&self) -> Vec<i64> {
         let mut ids: Vec<i64> = self
             .statements()
             .iter()
-            .flat_map(|(_, s)| s.sessions.iter().copied())
+            .map(|(_, s)| *s)
+            .chain(&self.considered)
+            .flat_map(|s| s.sessions.iter().copied())
             .collect();
         ids.sort_unstable();
         ids.dedup();
@@ -138,6 +150,49 @@ pub const SAID_PREFIX: &str = "They said: ";
 
 /// At most this many statements: the ones a small model's research prompts can use.
 pub const MAX_STATEMENTS: usize = 6;
+
+/// At most this many [`QueryProfile::considered`] statements: each is looked up in the
+/// documents before the report (a search and two forward passes per sentence judged).
+pub const MAX_CONSIDERED: usize = 4;
+
+/// The [`QueryProfile::considered`] statements of `profile` from the phrases the judge did
+/// not keep: best scored first, one per wording (the same text from several sessions cites
+/// them all), none the profile states already, at most [`MAX_CONSIDERED`].
+pub fn considered(dropped: &[Phrase], profile: &QueryProfile) -> Vec<Statement> {
+    let mut ordered: Vec<&Phrase> = dropped.iter().collect();
+    ordered.sort_by(|a, b| {
+        b.probability
+            .unwrap_or(f32::MIN)
+            .total_cmp(&a.probability.unwrap_or(f32::MIN))
+            .then(a.rank.cmp(&b.rank))
+    });
+    let stated: Vec<String> = profile
+        .statements()
+        .iter()
+        .map(|(_, s)| s.text.to_lowercase())
+        .collect();
+    let mut out: Vec<Statement> = Vec::new();
+    for phrase in ordered {
+        let key = phrase.text.to_lowercase();
+        if stated.contains(&key) {
+            continue;
+        }
+        if let Some(same) = out.iter_mut().find(|s| s.text.to_lowercase() == key) {
+            if !same.sessions.contains(&phrase.session) {
+                same.sessions.push(phrase.session);
+            }
+            continue;
+        }
+        if out.len() < MAX_CONSIDERED {
+            out.push(Statement {
+                text: phrase.text.clone(),
+                sessions: vec![phrase.session],
+                said: false,
+            });
+        }
+    }
+    out
+}
 /// At most this many statements of how the user wants answers, beside [`MAX_STATEMENTS`]: they
 /// shape the report's form, not the research, so they take no statement's place (with them
 /// in the count, Lena's "Has experience cooking, likes Ottolenghi" left her holiday profile
@@ -176,7 +231,7 @@ pub const CRITERIA: [&str; 5] = [
 ];
 
 /// The presentation criterion `text` has a cue for, if any.
-fn presentation_cue(text: &str) -> Option<&'static str> {
+pub(super) fn presentation_cue(text: &str) -> Option<&'static str> {
     let lower = text.to_lowercase();
     let has = |cues: &[&str]| {
         lower
@@ -432,6 +487,7 @@ pub fn assemble(
         content_depth: Vec::new(),
         tone: Vec::new(),
         explanation_style: Vec::new(),
+        considered: Vec::new(),
     };
     for g in groups {
         let statement = Statement {
@@ -578,6 +634,49 @@ mod tests {
             assert_eq!(s.sessions.len(), 1, "{s:?}");
         }
         assert_eq!(p.cited(), vec![10, 11, 12, 13, 14, 15]);
+    }
+
+    #[test]
+    fn what_the_judge_left_out_is_considered_best_scored_first_and_never_twice() {
+        let scored = |session, text: &str, score| Phrase {
+            probability: Some(score),
+            ..phrase(session, session as usize, text, PhraseKind::Constraint, 3)
+        };
+        let kept = [scored(1, "Has a one-car garage", 0.6)];
+        let p = assemble("Which table saw?", &kept, None).unwrap();
+        let dropped = [
+            scored(2, "Has a dull chef knife", 0.1),
+            scored(3, "Has headaches from solvent smells", 0.3),
+            scored(4, "Has a one-car garage", 0.2),
+            scored(5, "has headaches from solvent smells", 0.25),
+            scored(6, "Plays chess online", 0.05),
+            scored(7, "Sails on weekends", 0.02),
+            scored(8, "Keeps bees", 0.01),
+        ];
+        let considered = considered(&dropped, &p);
+        let texts: Vec<&str> = considered.iter().map(|s| s.text.as_str()).collect();
+        // The garage is in the profile already; the headaches are one statement of two
+        // sessions; four at most.
+        assert_eq!(
+            texts,
+            [
+                "Has headaches from solvent smells",
+                "Has a dull chef knife",
+                "Plays chess online",
+                "Sails on weekends",
+            ]
+        );
+        assert_eq!(considered[0].sessions, [3, 5]);
+        let mut p = p;
+        p.considered = considered;
+        // Not in the profile's statements or its prompt, but cited: forgetting a session it
+        // rests on drops the cached profile.
+        assert!(!p.to_prompt_text().contains("headaches"));
+        assert!(p
+            .statements()
+            .iter()
+            .all(|(_, s)| !s.text.contains("headaches")));
+        assert_eq!(p.cited(), [1, 2, 3, 5, 6, 7]);
     }
 
     #[test]

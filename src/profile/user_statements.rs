@@ -213,6 +213,12 @@ impl You {
             let mut flags = hidden.into_iter();
             list.retain(|_| !flags.next().unwrap_or(false));
         }
+        // A statement the user deleted is not looked up for them either.
+        let texts: Vec<&str> = profile.considered.iter().map(|s| s.text.as_str()).collect();
+        let mut flags = self.hidden_among(&texts, embedder)?.into_iter();
+        profile
+            .considered
+            .retain(|_| !flags.next().unwrap_or(false));
         for standing in self.live_standing().into_iter().rev() {
             let list = profile.criterion_mut(super::criterion_of(&standing.text));
             if !list

@@ -142,6 +142,10 @@ pub struct Brief {
     pub profile: String,
     /// A checklist to start from; inferred from the persona and query when `None`.
     pub checklist: Option<Vec<String>>,
+    /// What the history says of the user that the relevance judge did not tie to the question
+    /// ([`crate::profile::QueryProfile::considered`]): in no prompt, and a need only when the
+    /// documents show it matters (`steps::needs`).
+    pub considered: Vec<String>,
 }
 
 /// Tokens and time spent by one stage.

@@ -282,6 +282,7 @@ pub fn new_session_config(
             persona_text: request.persona.trim().to_string(),
             profile: String::new(),
             checklist: None,
+            considered: Vec::new(),
         },
         settings: request.overrides.resolve(&settings.research)?,
         model: model.to_string(),
@@ -430,6 +431,12 @@ pub fn profile_brief(
         options,
     )?;
     brief.profile = run.profile.to_prompt_text();
+    brief.considered = run
+        .profile
+        .considered
+        .iter()
+        .map(|s| s.text.clone())
+        .collect();
     Ok(Some(run))
 }
 

@@ -375,6 +375,22 @@ impl Llm for ScriptedLlm {
                 "facets",
                 json!("I can spend about 20 euros\nmy kitchen is very small\nplease keep answers short"),
             )
+        } else if prompt
+            .contains("Does this finding matter for this reader because of what you know")
+        {
+            // A finding matters for what is known of the reader when they share a word of
+            // five letters or more ("throat"); for a reader of whom nothing is known, never.
+            let words = |t: &str| -> Vec<String> {
+                t.split(|c: char| !c.is_alphanumeric())
+                    .filter(|w| w.len() >= 5)
+                    .map(str::to_lowercase)
+                    .collect()
+            };
+            let known = words(&line_after(prompt, "What you know about the reader:"));
+            let finding = words(&line_after(prompt, "Finding:"));
+            let matters = finding.iter().any(|w| known.contains(w));
+            let p = if matters { [0.9, 0.1] } else { [0.1, 0.9] };
+            ("need judge", json!({ "probabilities": p }))
         } else if prompt.contains("Would a careful advisor take this fact about the person") {
             // A fact bears on a question that shares a word of four letters or more with it.
             let words = |t: &str| -> Vec<String> {

@@ -266,7 +266,10 @@ pub(super) fn outline(
     // A finding looked up for one of the reader's needs was judged with the reader in view
     // (`research::steps::needs`); the question alone does not show why it matters: "Noise
     // damage often starts as tinnitus …" scored 0.12 for an earplug question, and it is why a
-    // drummer whose ears ring after gigs should wear them at every rehearsal.
+    // drummer whose ears ring after gigs should wear them at every rehearsal. Its lookup kept
+    // it on the question (by its cosine or its passage's, or as part of a document the
+    // research cites), so no cosine floor applies here: "Long study sessions are hard …
+    // especially for people with ADHD" is 0.19 to an interview question.
     let looked_up_for_reader = |l: usize| {
         input
             .tree
@@ -366,7 +369,7 @@ pub(super) fn outline(
                         "report: finding {l} kept though the judge scores it {score:.2}: \
                          its cosine to the question is {close:.2}"
                     );
-                } else if close >= OFF_TOPIC_FINDING && looked_up_for_reader(l) {
+                } else if looked_up_for_reader(l) {
                     tracing::debug!(
                         "report: finding {l} kept though the judge scores it {score:.2}: it was \
                          looked up for a need of the reader"
@@ -462,8 +465,10 @@ pub(super) fn outline(
             // is general and the finding narrow: "Counts are not normal data …" is 0.21 to
             // "Which statistical approach should I use to analyze my field survey data?". The
             // model, asked, finds it helps; its section stays with such findings only.
+            // A finding looked up for the reader stays as well (see `looked_up_for_reader`).
             let (stays, goes): (Vec<usize>, Vec<usize>) =
-                s.2.iter().partition(|l| judged_on.contains_key(l));
+                s.2.iter()
+                    .partition(|&&l| judged_on.contains_key(&l) || looked_up_for_reader(l));
             for &l in &stays {
                 tracing::debug!(
                     "report: finding {l} kept though its section is far from the question \

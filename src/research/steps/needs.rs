@@ -33,6 +33,29 @@ const NEED_CANDIDATES: usize = 3;
 /// writer cannot say in one clause for a need.
 const MAX_SENTENCE_WORDS: usize = 40;
 
+/// How many times a node's passages a fact's search reads, for the passages of the documents
+/// the research cites among them.
+const CITED_DOCUMENT_POOL: usize = 6;
+
+/// How a need node's question opens, before the need's label.
+const LOOKED_UP_PREFIX: &str = "Looked up for you: ";
+
+/// The facts the relevance judge did not keep, each as said to the reader ("you have ADHD")
+/// with its label, those that can be named in a clean sentence, without repeats.
+fn considered_needs(considered: &[String]) -> Vec<(String, String)> {
+    let profile: String = std::iter::once("Emphasize:".to_string())
+        .chain(considered.iter().map(|c| format!("- {c}")))
+        .collect::<Vec<_>>()
+        .join("\n");
+    report::needs_from(&profile, &[])
+        .into_iter()
+        .map(|n| {
+            let label = report::need_label(&n.text);
+            (n.text, label)
+        })
+        .collect()
+}
+
 /// A sentence of a passage, a candidate for a need.
 #[derive(Debug, Clone, PartialEq)]
 struct Candidate {
@@ -88,15 +111,20 @@ fn sentences_and_items(text: &str) -> Vec<String> {
 }
 
 /// Which candidates to judge for a need, best first, at most [`NEED_CANDIDATES`]: on the
-/// question (cosine to it at least [`OFF_TOPIC_SECTION`], the bar below which the report drops
-/// a section), stating nothing a learning states already (cosine below [`DUPLICATE_COSINE`]),
-/// closest to the need. `vectors` are the candidates', `need` and `query` the need label's and
-/// the question's, `known` the learnings'.
-fn to_judge(vectors: &[Vec<f32>], need: &[f32], query: &[f32], known: &[Vec<f32>]) -> Vec<usize> {
+/// question (`on_question`, each candidate's cosine to it, at least [`OFF_TOPIC_SECTION`], the
+/// bar below which the report drops a section), stating nothing a learning states already
+/// (cosine below [`DUPLICATE_COSINE`]), closest to the need. `vectors` are the candidates',
+/// `need` the need label's, `known` the learnings'.
+fn to_judge(
+    vectors: &[Vec<f32>],
+    on_question: &[f32],
+    need: &[f32],
+    known: &[Vec<f32>],
+) -> Vec<usize> {
     let mut scored: Vec<(f32, usize)> = vectors
         .iter()
         .enumerate()
-        .filter(|(_, v)| cosine(v, query) >= OFF_TOPIC_SECTION)
+        .filter(|&(i, _)| on_question[i] >= OFF_TOPIC_SECTION)
         .filter(|(_, v)| known.iter().all(|k| cosine(v, k) < DUPLICATE_COSINE))
         .map(|(i, v)| (cosine(v, need), i))
         .collect();
@@ -135,15 +163,65 @@ pub fn sentence_for_need(
     known: &[Vec<f32>],
     threshold: f32,
 ) -> Result<(Option<Found>, Vec<Completion>), ResearchError> {
+    judge_sentences(
+        llm,
+        embedder,
+        query,
+        label,
+        passages,
+        known,
+        threshold,
+        OnQuestion::ByCosine,
+    )
+}
+
+/// How a candidate sentence is known to be on the question.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum OnQuestion {
+    /// The sentence or its passage is close to the question ([`OFF_TOPIC_SECTION`]).
+    ByCosine,
+    /// Every passage is: the caller kept only passages of documents the research cited.
+    Given,
+}
+
+/// [`sentence_for_need`], with `on_question` saying how a candidate is on the question.
+#[allow(clippy::too_many_arguments)]
+fn judge_sentences(
+    llm: &dyn Llm,
+    embedder: &dyn Embedder,
+    query: &str,
+    label: &str,
+    passages: &[Evidence],
+    known: &[Vec<f32>],
+    threshold: f32,
+    on_question: OnQuestion,
+) -> Result<(Option<Found>, Vec<Completion>), ResearchError> {
+    let given = on_question == OnQuestion::Given;
     let candidates = candidate_sentences(passages);
     if candidates.is_empty() {
         return Ok((None, Vec::new()));
     }
     let mut texts: Vec<&str> = vec![query, label];
+    texts.extend(passages.iter().map(|p| p.text.as_str()));
     texts.extend(candidates.iter().map(|c| c.sentence.as_str()));
     let vectors = embedder.embed(&texts)?;
-    let (query_v, label_v, sentence_v) = (&vectors[0], &vectors[1], &vectors[2..]);
-    let picked = to_judge(sentence_v, label_v, query_v, known);
+    let (query_v, label_v) = (&vectors[0], &vectors[1]);
+    let (passage_v, sentence_v) = vectors[2..].split_at(passages.len());
+    // A sentence is on the question when it or its passage is: "Long study sessions are hard
+    // for many people, and especially for people with ADHD" is far from "How do I prepare for
+    // a technical interview?", the guide's section on study sessions is not.
+    let on_question: Vec<f32> = candidates
+        .iter()
+        .zip(sentence_v)
+        .map(|(c, v)| {
+            if given {
+                1.0
+            } else {
+                cosine(v, query_v).max(cosine(&passage_v[c.passage], query_v))
+            }
+        })
+        .collect();
+    let picked = to_judge(sentence_v, &on_question, label_v, known);
     if picked.is_empty() {
         return Ok((None, Vec::new()));
     }
@@ -179,23 +257,97 @@ pub fn sentence_for_need(
 impl Run<'_, '_> {
     /// Looks up, for each of the reader's `needs` (as said to them), the sentence of the
     /// documents that matters most for it and that the research did not learn, and records
-    /// each found as a learning of a node of its own. Nothing when the need judge is off for
-    /// this model (see [`judge::need_lookup_threshold_for`]), when there are no needs, or when
-    /// this run looked them up already (a report written again after a crash or a steering
-    /// message).
+    /// each found as a learning of a node of its own. Then does the same, at the stricter
+    /// [`judge::CONSIDERED_LOOKUP_THRESHOLD`], for what the history says of the reader that the
+    /// relevance judge did not keep (`considered`): each found this way is a need after all, and
+    /// is returned as said to the reader. Nothing when the need judge is off for this model
+    /// (see [`judge::need_lookup_threshold_for`]) or when this run looked them up already (a
+    /// report written again after a crash or a steering message: the needs found then are
+    /// those of its need nodes).
     pub(in crate::research) fn look_up_needs(
         &mut self,
         needs: &[String],
-    ) -> Result<(), ResearchError> {
+        considered: &[String],
+    ) -> Result<Vec<String>, ResearchError> {
         let Some(threshold) = self.need_lookup() else {
-            return Ok(());
+            return Ok(Vec::new());
         };
-        if needs.is_empty() || self.s.tree.nodes.iter().any(|n| n.origin == Origin::Need) {
-            return Ok(());
+        let looked_up: Vec<&str> = self
+            .s
+            .tree
+            .nodes
+            .iter()
+            .filter(|n| n.origin == Origin::Need)
+            .filter_map(|n| n.question.strip_prefix(LOOKED_UP_PREFIX))
+            .collect();
+        if !looked_up.is_empty() {
+            return Ok(considered_needs(considered)
+                .into_iter()
+                .filter(|(_, label)| looked_up.contains(&label.as_str()))
+                .map(|(need, _)| need)
+                .collect());
         }
-        let query = self.s.query.clone();
-        // What the research learned, and each sentence of it: a learning can be a guide's
-        // whole list, whose items a sentence of the passage states again.
+        let mut known = self.known_vectors()?;
+        for need in needs.iter().take(MAX_NEEDS) {
+            let label = report::need_label(need);
+            let search = format!("{} {label}", self.s.query);
+            if !self.look_up(&label, &search, &mut known, threshold, OnQuestion::ByCosine)? {
+                tracing::info!(need = %label, "needs: no sentence of the documents matters for this need");
+            }
+        }
+        let strict = threshold.max(judge::considered_lookup_threshold_for(
+            self.r.llm.model_name(),
+        ));
+        let mut found = Vec::new();
+        for (need, label) in considered_needs(considered) {
+            // Judged on every sentence, those the research learned too: the question is
+            // whether the documents tie the fact to the question, and a learning that does
+            // ties it as well (the writer merges the two).
+            // Searched for the fact and the question, in the documents the research cites.
+            let search = format!("{label} {}", self.s.query);
+            if self.look_up(&label, &search, &mut Vec::new(), strict, OnQuestion::Given)? {
+                tracing::info!(need = %need, "needs: what the history says of the reader matters, by the documents");
+                found.push(need);
+            }
+        }
+        Ok(found)
+    }
+
+    /// What `search` finds (the user's exclusions applied) in the documents some learning of
+    /// the research cites, read or not, best first: the documents the research found about
+    /// the question. The fact alone ("you have ADHD") finds an encyclopaedia's article and the
+    /// user's own chat before the interview guide's section on study sessions.
+    fn passages_of_cited_documents(
+        &mut self,
+        search: &str,
+    ) -> Result<Vec<Evidence>, ResearchError> {
+        let cited: std::collections::BTreeSet<String> = self
+            .s
+            .learnings
+            .iter()
+            .flat_map(|l| &l.sources)
+            .filter_map(|key| self.s.evidence.get(key))
+            .filter_map(|e| match &e.target {
+                CitationTarget::Document { path, .. } => Some(path.clone()),
+                _ => None,
+            })
+            .collect();
+        if cited.is_empty() {
+            return Ok(Vec::new());
+        }
+        let embedder = Some((self.r.embedder, self.r.embed_model.as_str()));
+        let wanted = CITED_DOCUMENT_POOL * self.r.settings.evidence_per_node.max(1);
+        let found = self.r.sources.search(search, wanted, embedder)?;
+        let mut passages = self.s.directives.filter_evidence(found, usize::MAX);
+        passages.retain(
+            |p| matches!(&p.target, CitationTarget::Document { path, .. } if cited.contains(path)),
+        );
+        Ok(passages)
+    }
+
+    /// Embeddings of what the research learned, and of each sentence of it: a learning can be
+    /// a guide's whole list, whose items a sentence of the passage states again.
+    fn known_vectors(&self) -> Result<Vec<Vec<f32>>, ResearchError> {
         let parts: Vec<String> = self
             .s
             .learnings
@@ -214,48 +366,64 @@ impl Run<'_, '_> {
             let texts: Vec<&str> = parts.iter().map(String::as_str).collect();
             known.extend(self.r.embedder.embed(&texts)?);
         }
-        for need in needs.iter().take(MAX_NEEDS) {
-            let label = report::need_label(need);
-            let passages = self.search(&format!("{query} {label}"))?;
-            let found = sentence_for_need(
-                self.r.llm,
-                self.r.embedder,
-                &query,
-                &label,
-                &passages,
-                &known,
-                threshold,
-            );
-            let found = match found {
-                Ok((found, completions)) => {
-                    for c in &completions {
-                        self.account(Stage::Research, c);
-                    }
-                    found
+        Ok(known)
+    }
+
+    /// Looks up the sentence of the documents for need `label` at `threshold` in what
+    /// `search` finds, records it as a need node and adds its embedding to `known`; whether
+    /// one was found. With [`OnQuestion::Given`], only passages of documents a learning cites
+    /// are read: what the research found about the question. A judge that cannot answer
+    /// finds nothing.
+    fn look_up(
+        &mut self,
+        label: &str,
+        search: &str,
+        known: &mut Vec<Vec<f32>>,
+        threshold: f32,
+        on_question: OnQuestion,
+    ) -> Result<bool, ResearchError> {
+        let query = self.s.query.clone();
+        let passages = if on_question == OnQuestion::Given {
+            self.passages_of_cited_documents(search)?
+        } else {
+            self.search(search)?
+        };
+        let found = judge_sentences(
+            self.r.llm,
+            self.r.embedder,
+            &query,
+            label,
+            &passages,
+            known,
+            threshold,
+            on_question,
+        );
+        let found = match found {
+            Ok((found, completions)) => {
+                for c in &completions {
+                    self.account(Stage::Research, c);
                 }
-                Err(ResearchError::Engine(e)) if judge::cannot_judge(&e) => {
-                    tracing::warn!(
-                        "the need judge could not answer ({e}); needs are not looked up"
-                    );
-                    return Ok(());
-                }
-                Err(e) => return Err(e),
-            };
-            let Some(found) = found else {
-                tracing::info!(need = %label, "needs: no sentence of the documents matters for this need");
-                continue;
-            };
-            tracing::info!(
-                need = %label,
-                score = found.score,
-                sentence = %found.sentence,
-                "needs: a sentence looked up for a need"
-            );
-            let passage = passages[found.passage].clone();
-            known.push(found.vector.clone());
-            self.record_need_node(&label, found.sentence, found.vector, passage);
-        }
-        Ok(())
+                found
+            }
+            Err(ResearchError::Engine(e)) if judge::cannot_judge(&e) => {
+                tracing::warn!("the need judge could not answer ({e}); the need is not looked up");
+                return Ok(false);
+            }
+            Err(e) => return Err(e),
+        };
+        let Some(found) = found else {
+            return Ok(false);
+        };
+        tracing::info!(
+            need = %label,
+            score = found.score,
+            sentence = %found.sentence,
+            "needs: a sentence looked up for a need"
+        );
+        let passage = passages[found.passage].clone();
+        known.push(found.vector.clone());
+        self.record_need_node(label, found.sentence, found.vector, passage);
+        Ok(true)
     }
 
     /// A node for need `label` holding `sentence` as its one learning, citing `passage`.
@@ -271,7 +439,7 @@ impl Run<'_, '_> {
             id,
             parent: Some(0),
             depth: 1,
-            question: format!("Looked up for you: {label}"),
+            question: format!("{LOOKED_UP_PREFIX}{label}"),
             origin: Origin::Need,
             confidence: 1.0,
             tags: Vec::new(),
@@ -378,7 +546,12 @@ mod tests {
             vec![0.5, 0.3, 0.81], // what a learning states already
         ];
         let known = vec![vec![0.5, 0.3, 0.81]];
-        assert_eq!(to_judge(&vectors, &need, &query, &known), [1, 2]);
+        let on_question: Vec<f32> = vectors.iter().map(|v| cosine(v, &query)).collect();
+        assert_eq!(to_judge(&vectors, &on_question, &need, &known), [1, 2]);
+        // The need's own words, in a passage on the question.
+        let mut in_passage = on_question.clone();
+        in_passage[0] = 0.5;
+        assert_eq!(to_judge(&vectors, &in_passage, &need, &known), [0, 1, 2]);
     }
 
     #[test]
@@ -419,5 +592,29 @@ mod tests {
         let (found, _) =
             sentence_for_need(&llm, &WordsEmbedder, query, label, &passages, &known, 2.5).unwrap();
         assert_eq!(found, None);
+    }
+}
+
+#[cfg(test)]
+mod considered_tests {
+    use super::*;
+
+    #[test]
+    fn a_fact_left_out_is_said_to_the_reader_and_labelled() {
+        let got = considered_needs(&["Has ADHD".into(), "Has a dentist near me".into()]);
+        let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+            v.iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect()
+        };
+        assert_eq!(
+            got,
+            pairs(&[
+                ("you have ADHD", "you have ADHD"),
+                ("you have a dentist near me", "you have a dentist near you"),
+            ])
+        );
+        // Text no clean sentence can name is not looked up.
+        assert!(considered_needs(&["[link](x)".into()]).is_empty());
     }
 }

@@ -14,11 +14,19 @@ impl Run<'_, '_> {
     /// persona checklist at the end.
     pub(in crate::research) fn write_report(&mut self) -> Result<(), ResearchError> {
         let ReadersNeeds {
-            needs,
-            unanticipated,
+            mut needs,
+            mut unanticipated,
             aspects,
         } = self.readers_needs()?;
-        self.look_up_needs(&needs)?;
+        let considered = self.brief.considered.clone();
+        // A fact the documents show matters is a need; the report says it when a finding meets
+        // it, and is silent otherwise (the judge alone did not tie it to the question).
+        for need in self.look_up_needs(&needs, &considered)? {
+            if !needs.contains(&need) {
+                unanticipated.push(need.clone());
+                needs.push(need);
+            }
+        }
         let tree = self.reported_tree();
         // How the reader wants answers: what the profile states of it and what they said.
         let told = crate::checks::text::split_sentences(&self.s.persona_text);

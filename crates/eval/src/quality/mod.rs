@@ -260,6 +260,10 @@ pub struct ProfileRecord {
     /// Whether `style` gives every form of `style_asked` ([`tone::style_gives`]).
     #[serde(default)]
     pub style_given: bool,
+    /// What the history says of the user that the judge did not keep, looked up in the
+    /// documents before the report ([`rudder::profile::QueryProfile::considered`]).
+    #[serde(default)]
+    pub considered: Vec<String>,
     pub cost: Cost,
 }
 
@@ -623,11 +627,11 @@ pub fn run_quality(
             }
         };
         history_dirs.insert(user.id.clone(), history.dir().to_path_buf());
-        let mut profiles: HashMap<String, String> = HashMap::new();
+        let mut profiles: HashMap<String, Brief> = HashMap::new();
         for question in &questions {
             ctx.progress.note(&format!("profile {}", question.id));
             match profile_question(ctx, &needs, &mut history, &ids, user, question, options) {
-                Ok((record, prompt_text)) => {
+                Ok((record, profiled)) => {
                     ctx.progress.note(&format!(
                         "profile {}: need recall {:.2}, citation precision {}",
                         question.id,
@@ -636,7 +640,7 @@ pub fn run_quality(
                             .citation_precision
                             .map_or("-".to_string(), |p| format!("{p:.2}"))
                     ));
-                    profiles.insert(question.id.clone(), prompt_text);
+                    profiles.insert(question.id.clone(), profiled);
                     records.profiles.push(record);
                 }
                 Err(e) => records.failures.push(Failure {
@@ -910,7 +914,7 @@ fn profile_question(
     user: &PlantedUser,
     question: &PlantedQuestion,
     options: &QualityOptions,
-) -> Result<(ProfileRecord, String), EvalError> {
+) -> Result<(ProfileRecord, Brief), EvalError> {
     let models = RunModels {
         llm: ctx.llm,
         embedder: ctx.embedder,
@@ -972,9 +976,10 @@ fn profile_question(
             style_given: tone::style_gives(asked, &style),
             style,
             style_asked,
+            considered: brief.considered.clone(),
             cost: Cost::new(run.usage, run.seconds),
         },
-        brief.profile,
+        brief,
     ))
 }
 
@@ -1057,7 +1062,7 @@ fn report_run(
     support: &SupportMatcher,
     question: &PlantedQuestion,
     system: ReportSystem,
-    profile: Option<String>,
+    profiled: Option<Brief>,
     history: &mut Option<History>,
 ) -> Result<ReportRecord, EvalError> {
     let item = question.id.as_str();
@@ -1077,14 +1082,15 @@ fn report_run(
             None
         }
         ReportSystem::History => {
-            let profile = profile.ok_or_else(|| {
+            let profiled = profiled.ok_or_else(|| {
                 run_error(
                     item,
                     system.name(),
                     "its profile failed, so it has no report",
                 )
             })?;
-            brief.profile = profile;
+            brief.profile = profiled.profile;
+            brief.considered = profiled.considered;
             // The history moves into the source for this run and is reopened after it.
             Some(history.take().ok_or_else(|| {
                 run_error(item, system.name(), "the history could not be reopened")
@@ -1192,7 +1198,7 @@ fn foreign_run(
             .collect(),
         distractors: Vec::new(),
     };
-    let (profile, prompt_text) =
+    let (profile, profiled) =
         profile_question(ctx, needs, &mut history, &ids, user, &question, options)?;
     if !report {
         return Ok((profile, None));
@@ -1208,7 +1214,7 @@ fn foreign_run(
         support,
         &question,
         ReportSystem::History,
-        Some(prompt_text),
+        Some(profiled),
         &mut history,
     )?;
     Ok((profile, Some(record)))
