@@ -347,7 +347,7 @@ impl Run<'_, '_> {
         };
         let fresh = candidates.iter().filter(|&e| !is_taken(e)).count();
         let mut taken_places = limit.saturating_sub(fresh);
-        Ok(candidates
+        let chosen: Vec<Evidence> = candidates
             .into_iter()
             .filter(|e| {
                 if !is_taken(e) {
@@ -358,7 +358,13 @@ impl Run<'_, '_> {
                 place
             })
             .take(limit)
-            .collect())
+            .collect();
+        tracing::debug!(
+            query,
+            passages = ?chosen.iter().map(|e| e.target.key()).collect::<Vec<_>>(),
+            "passages a node reads"
+        );
+        Ok(chosen)
     }
 
     /// Which of `candidates` (best first) a node may read: the best `head` always; one further

@@ -12,6 +12,8 @@
 //! from both calls is kept. A learning resting only on the user's earlier chats is phrased as
 //! what that conversation said, never as a fact about the world.
 
+use std::collections::BTreeSet;
+
 use serde::Deserialize;
 use serde_json::json;
 
@@ -69,7 +71,8 @@ fn a_sentence_begun_and_dropped(text: &str) -> bool {
             .last()
             .is_some_and(|last| last.split_whitespace().count() < 4)
 }
-/// Most learnings per node.
+/// Most learnings the model writes at a node; quotes of the passages they leave unread come on
+/// top ([`MAX_QUOTED`]).
 pub const MAX_LEARNINGS: usize = 4;
 /// Most tokens of a leaf's answer (learnings and tags): the worst case is a token a
 /// character, and the learnings' bound is most of it. A node with follow-ups may write 1,300
@@ -379,10 +382,34 @@ pub fn research(
         );
     }
     completions.append(&mut judged);
-    if kept.is_empty() {
-        kept = quoted_learnings(embedder, ctx.question, evidence, &shown, ctx.known)?;
-    }
+    // A passage the node read that none of its learnings draws on still says what it says: a
+    // 1.5B model given five passages often writes every learning from the first. Sam's
+    // interview question read the interview guide beside Wikipedia's "Technical geography",
+    // and all four learnings were about geographers. The passages left unread are quoted, the
+    // sentence closest to the question of each (all of them when every learning was refused).
+    // They come on top of the model's own, which fill the node's places with that one passage.
     kept.truncate(MAX_LEARNINGS);
+    let drawn_on: BTreeSet<usize> = kept
+        .iter()
+        .flat_map(|(_, idx)| idx.iter().copied())
+        .collect();
+    let quoted = quoted_learnings(
+        embedder,
+        ctx.question,
+        evidence,
+        &shown,
+        ctx.known,
+        &drawn_on,
+        MAX_QUOTED,
+    )?;
+    if !kept.is_empty() && !quoted.is_empty() {
+        tracing::debug!(
+            question = ctx.question,
+            quoted = quoted.len(),
+            "passages no learning drew on are quoted"
+        );
+    }
+    merge_learnings(&mut kept, quoted);
     for (text, idx) in &mut kept {
         if idx
             .iter()
@@ -610,26 +637,29 @@ impl Checks<'_> {
     }
 }
 
-/// Most sentences quoted when the model's own learnings all fail.
+/// Most sentences a node quotes from the passages its learnings left unread.
 const MAX_QUOTED: usize = 2;
 /// How close to the node's question a quoted sentence must be.
 const QUOTE_RELATED: f32 = 0.3;
 
-/// When every learning the model wrote was refused (a very small model's usual case), the
-/// node still learns what its passages say: the sentences closest to its question, quoted
-/// from at most [`MAX_QUOTED`] different passages. A quote is supported by its passage by
-/// construction; it must still read as a finding and be on the question.
+/// What the passages no learning drew on (`drawn_on`) say: the sentences closest to the
+/// node's question, quoted from at most `most` different passages. Every passage when the
+/// model's learnings were all refused (a very small model's usual case). A quote is supported
+/// by its passage by construction; it must still read as a finding, be on the question and
+/// say something the research does not know yet.
 fn quoted_learnings(
     embedder: &dyn Embedder,
     question: &str,
     evidence: &[Evidence],
     shown: &[String],
     known: Known<'_>,
+    drawn_on: &BTreeSet<usize>,
+    most: usize,
 ) -> Result<Vec<(String, Vec<usize>)>, ResearchError> {
     let mut candidates: Vec<(usize, String)> = Vec::new();
     for (i, passage) in shown.iter().enumerate() {
         // History passages are an earlier conversation, not a source to quote as fact.
-        if matches!(evidence[i].target, CitationTarget::History { .. }) {
+        if drawn_on.contains(&i) || matches!(evidence[i].target, CitationTarget::History { .. }) {
             continue;
         }
         for sentence in checks::text::split_sentences(passage) {
@@ -658,7 +688,7 @@ fn quoted_learnings(
         if out.iter().all(|(_, idx)| idx[0] != *passage) {
             out.push((sentence.clone(), vec![*passage]));
         }
-        if out.len() == MAX_QUOTED {
+        if out.len() == most {
             break;
         }
     }
@@ -1124,7 +1154,11 @@ mod tests {
                 evidence(doc(1), "Black tea", BLACK),
             ],
         );
-        assert_eq!(f.learnings, vec![(GREEN.to_string(), vec![0])]);
+        // The black-tea passage, which the learning does not draw on, is quoted on its own.
+        assert_eq!(
+            f.learnings,
+            vec![(GREEN.to_string(), vec![0]), (BLACK.to_string(), vec![1])]
+        );
     }
 
     #[test]
@@ -1149,6 +1183,34 @@ mod tests {
     }
 
     #[test]
+    fn a_passage_no_learning_draws_on_is_quoted() {
+        let chat = CitationTarget::History {
+            session: 3,
+            url: None,
+            source: None,
+            day: None,
+        };
+        // Every learning from the first passage, as a 1.5B model writes them.
+        let llm = queue(vec![json!({"learnings": [
+            {"insight": GREEN, "sources": [1]},
+        ], "tags": ["brewing"]})]);
+        let ev = [
+            evidence(doc(0), "Green tea", GREEN),
+            evidence(chat, "Tea chat", "Oolong tea is brewed for three minutes."),
+            evidence(doc(1), "Black tea", BLACK),
+            evidence(doc(2), "Tea", "Tea is grown in China and India."),
+        ];
+        let f = run_on(&llm, "How many minutes is tea brewed?", &ev);
+        // The black-tea passage is quoted; the earlier conversation is not a source to quote,
+        // and the growing regions are not on the question.
+        assert_eq!(
+            f.learnings,
+            vec![(GREEN.to_string(), vec![0]), (BLACK.to_string(), vec![2])]
+        );
+        assert_eq!(llm.requests().len(), 1, "nothing refused, no retry");
+    }
+
+    #[test]
     fn a_true_learning_citing_the_wrong_passage_cites_the_right_one() {
         let llm = queue(vec![json!({"learnings": [
             {"insight": format!("2. {GREEN}"), "sources": [1]},
@@ -1158,8 +1220,12 @@ mod tests {
             evidence(doc(0), "Green tea", GREEN),
         ];
         let f = run(&llm, &ev);
-        // The list number goes, and the citation moves to the passage that says it.
-        assert_eq!(f.learnings, vec![(GREEN.to_string(), vec![1])]);
+        // The list number goes, and the citation moves to the passage that says it; the
+        // passage it first cited is quoted for what it says.
+        assert_eq!(
+            f.learnings,
+            vec![(GREEN.to_string(), vec![1]), (BLACK.to_string(), vec![0])]
+        );
         assert_eq!(llm.requests().len(), 1);
     }
 
