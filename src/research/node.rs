@@ -400,7 +400,6 @@ pub fn research(
         &shown,
         ctx.known,
         &drawn_on,
-        MAX_QUOTED,
     )?;
     if !kept.is_empty() && !quoted.is_empty() {
         tracing::debug!(
@@ -643,7 +642,7 @@ const MAX_QUOTED: usize = 2;
 const QUOTE_RELATED: f32 = 0.3;
 
 /// What the passages no learning drew on (`drawn_on`) say: the sentences closest to the
-/// node's question, quoted from at most `most` different passages. Every passage when the
+/// node's question, quoted from at most [`MAX_QUOTED`] different passages. Every passage when the
 /// model's learnings were all refused (a very small model's usual case). A quote is supported
 /// by its passage by construction; it must still read as a finding, be on the question and
 /// say something the research does not know yet.
@@ -654,7 +653,6 @@ fn quoted_learnings(
     shown: &[String],
     known: Known<'_>,
     drawn_on: &BTreeSet<usize>,
-    most: usize,
 ) -> Result<Vec<(String, Vec<usize>)>, ResearchError> {
     let mut candidates: Vec<(usize, String)> = Vec::new();
     for (i, passage) in shown.iter().enumerate() {
@@ -688,7 +686,7 @@ fn quoted_learnings(
         if out.iter().all(|(_, idx)| idx[0] != *passage) {
             out.push((sentence.clone(), vec![*passage]));
         }
-        if out.len() == most {
+        if out.len() == MAX_QUOTED {
             break;
         }
     }
