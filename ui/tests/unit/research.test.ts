@@ -94,7 +94,7 @@ describe('research reducer', () => {
     expect(roots.map((r) => r.id)).toEqual([0]);
     expect(st.nodes[0]?.children).toEqual([1, 2, 3]);
     expect(st.nodes[0]?.status).toBe('done');
-    expect(st.nodes[0]?.learnings).toBe(2);
+    expect(st.nodes[0]?.learnings).toBe(3);
     expect(st.nodes[1]).toMatchObject({ question: 'How does brewing shape the tea I brew 9939?', origin: 'planned', status: 'done', parent: 0 });
     expect(st.nodes[1]?.children).toEqual([4, 5]);
     // Its task was canceled by steering before it was researched.
@@ -139,10 +139,10 @@ describe('research reducer', () => {
   it('explains each pause decision', () => {
     const { phases } = fullRun();
     const st = live(phases.flat());
-    expect(st.pauses.map(pauseLineText)).toEqual(['Asked: ΔEV 0.63 > C 0.50', 'Went on: ΔEV 0.40 ≤ C 0.50']);
+    expect(st.pauses.map(pauseLineText)).toEqual(['Asked: ΔEV 0.64 > C 0.50', 'Went on: ΔEV 0.40 ≤ C 0.50']);
     expect(pausesFor(st, 0)).toHaveLength(1);
     expect(pausesFor(st, 1)).toHaveLength(1);
-    expect(pauseLineText({ ...st.pauses[0]!, asked: false })).toBe('Went on (asking is off): ΔEV 0.63 > C 0.50');
+    expect(pauseLineText({ ...st.pauses[0]!, asked: false })).toBe('Went on (asking is off): ΔEV 0.64 > C 0.50');
     expect(pauseLineText({ ...st.pauses[1]!, ask: true, forced: true, asked: true })).toBe(
       'Asked (you asked to choose at every branch): ΔEV 0.40 ≤ C 0.50',
     );
