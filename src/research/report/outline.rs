@@ -470,11 +470,12 @@ pub(super) fn outline(
                 s.2.iter()
                     .partition(|&&l| judged_on.contains_key(&l) || looked_up_for_reader(l));
             for &l in &stays {
+                // A finding looked up for the reader may not have been judged.
                 tracing::debug!(
                     "report: finding {l} kept though its section is far from the question \
-                     (relevance {r:.2}; the finding {:.2}): the judge scores it {:.2}",
+                     (relevance {r:.2}; the finding {:.2}): the judge scores it {:?}",
                     cosine(vector(l), &query_vector),
-                    judged_on[&l]
+                    judged_on.get(&l)
                 );
             }
             for &l in &goes {
