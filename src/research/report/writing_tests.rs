@@ -487,6 +487,35 @@ fn a_finding_looked_up_for_a_need_stays_though_the_question_alone_finds_it_off()
     }
 }
 
+/// Looked up for the reader and far from the question, in a section of its own: it stays,
+/// and the debug log's line on it (computed only when the log is on) does not look for a
+/// score the judge never gave.
+#[test]
+fn a_looked_up_finding_far_from_the_question_stays_with_the_debug_log_on() {
+    let mut f = fixture(&[
+        ("How is green tea brewed?", GREEN),
+        ("Looked up for you: you own a kyusu", KYUSU),
+    ]);
+    f.tree.nodes[2].origin = Origin::Need;
+    let llm = Script::new(|prompt| {
+        if prompt.contains(FINDING_JUDGE) && KYUSU.iter().any(|k| prompt.ends_with(k)) {
+            r#"{"probabilities":[0.1,0.9]}"#.to_string()
+        } else {
+            judging_tea_parties(prompt)
+        }
+    });
+    let debug = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_test_writer()
+        .finish();
+    let (report, _) =
+        tracing::subscriber::with_default(debug, || write_with_finding_judge(&llm, &f, 0.19));
+    assert_clean(&report);
+    for finding in GREEN.iter().chain(KYUSU) {
+        assert!(report.markdown.contains(finding), "{}", report.markdown);
+    }
+}
+
 #[test]
 fn a_finding_the_model_finds_off_the_question_is_left_out() {
     let f = fixture(&[
