@@ -326,7 +326,6 @@ pub fn research(
         script,
         embedder,
         known: ctx.known,
-        question_words: checks::text::question_terms(&format!("{} {}", ctx.query, ctx.question)),
     };
     let (mut kept, rejected) =
         check.learnings(std::mem::take(&mut findings.learnings), &mut judged)?;
@@ -522,9 +521,6 @@ struct Checks<'a> {
     embedder: &'a dyn Embedder,
     /// What the research learned before: a learning that restates it is refused.
     known: Known<'a>,
-    /// The content words of the user's question and the node's: a learning may use them only
-    /// where a passage it cites does.
-    question_words: BTreeSet<String>,
 }
 
 impl Checks<'_> {
@@ -577,7 +573,6 @@ impl Checks<'_> {
             if let Some(why) = finding_form(&text)
                 .or_else(|| foreign_script(&text, self.script, &passages))
                 .or_else(|| advice_to_someone_unnamed(&text, &passages))
-                .or_else(|| checks::text::speaks_of_the_user(&text, &passages))
             {
                 rejected.push((text, why));
                 continue;
@@ -631,15 +626,10 @@ impl Checks<'_> {
                     break;
                 }
             }
-            if !stated {
+            if stated {
+                kept.push((text, cited));
+            } else {
                 rejected.push((text, TURNED_AROUND.to_string()));
-                continue;
-            }
-            // Supported on its passages' words, it may still frame them in the question's.
-            let sources: Vec<&str> = cited.iter().map(|&i| self.shown[i].as_str()).collect();
-            match checks::text::borrowed_from_the_question(&text, &self.question_words, &sources) {
-                Some(why) => rejected.push((text, why)),
-                None => kept.push((text, cited)),
             }
         }
         Ok((kept, rejected))
@@ -1060,27 +1050,6 @@ mod tests {
             retry.contains(&format!("cut off at {LEARNING_CHARS} characters")),
             "{retry}"
         );
-    }
-
-    /// "Toronto is a popular destination for a family holiday" from a passage that speaks of
-    /// no holidays: the question's words the passage lacks are named on the retry, and the
-    /// passage is quoted in its own words.
-    #[test]
-    fn a_learning_that_frames_its_passage_in_the_question_s_words_is_refused() {
-        let framed = "Green tea is brewed at 70 to 80 degrees for two minutes, a popular choice \
-                      for a family holiday.";
-        let llm = queue(vec![
-            json!({"learnings": [{"insight": framed, "sources": [1]}], "tags": ["brewing"]}),
-            json!({"learnings": [{"insight": framed, "sources": [1]}], "tags": ["brewing"]}),
-        ]);
-        let f = run_on(
-            &llm,
-            "Which tea should I brew on a family holiday?",
-            &[evidence(doc(0), "Green tea", GREEN)],
-        );
-        let retry = &llm.requests()[1].messages[2].content;
-        assert!(retry.contains("(family, holiday)"), "{retry}");
-        assert_eq!(f.learnings, vec![(GREEN.to_string(), vec![0])]);
     }
 
     /// A learning that begins one more sentence and stops keeps its whole sentences.

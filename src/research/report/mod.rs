@@ -473,15 +473,9 @@ pub fn write(
         jobs.sort_by_key(|job| !matches!(job.slot, Slot::Title | Slot::Summary));
     }
     let drafts = crate::llm::map_concurrent(llm.parallelism(), &jobs, |_, job| match &job.work {
-        Work::Paragraph { learnings, prompt } => {
-            let need = match job.slot {
-                Slot::Need(label) => label,
-                _ => "",
-            };
-            writer
-                .draft(&|problems| prompt.render(problems), &facts(learnings), need)
-                .map(Drafted::Paragraph)
-        }
+        Work::Paragraph { learnings, prompt } => writer
+            .draft(&|problems| prompt.render(problems), &facts(learnings))
+            .map(Drafted::Paragraph),
         Work::Heading {
             prompt,
             field,

@@ -18,9 +18,8 @@ use serde_json::json;
 use super::outline::{tidy_sentence, DUPLICATE_COSINE, NEAR_ON_TOPIC_FINDING, OFF_TOPIC_FINDING};
 use crate::checks::judge::{Judge, TURNED_AROUND};
 use crate::checks::text::{
-    advice_to_someone_unnamed, borrowed_from_the_question, content_words, finding_form,
-    foreign_script, heading_debris, jaccard, leans_on_context, question_terms, sentence_debris,
-    speaks_of_the_user, split_sentences, Script, NEAR_DUPLICATE_JACCARD,
+    advice_to_someone_unnamed, content_words, finding_form, foreign_script, heading_debris,
+    jaccard, leans_on_context, sentence_debris, split_sentences, Script, NEAR_DUPLICATE_JACCARD,
 };
 use crate::checks::{SupportMatcher, SUPPORT_THRESHOLD};
 use crate::embed::{cosine, Embedder};
@@ -91,9 +90,6 @@ pub(super) struct Writer<'a> {
     /// The question's embedding: a detail the model adds must be about it or about a fact of
     /// its paragraph ([`Writer::off_question_detail`]). Empty: no such check.
     question: Vec<f32>,
-    /// The question's content words: a sentence uses them only where its facts, their
-    /// passages or the need it answers do ([`borrowed_from_the_question`]).
-    question_words: BTreeSet<String>,
     /// Whether a passage states a sentence the way round it says it ([`crate::checks::judge`]).
     judge: Judge<'a>,
     /// The report's writing system (the question's): a word in another one is debris
@@ -209,7 +205,6 @@ impl<'a> Writer<'a> {
             llm,
             embedder,
             question: Vec::new(),
-            question_words: BTreeSet::new(),
             script,
             support: SupportMatcher::new(embedder, SUPPORT_THRESHOLD),
             judge: Judge::new(llm, judge),
@@ -237,7 +232,6 @@ impl<'a> Writer<'a> {
             .into_iter()
             .next()
             .unwrap_or_default();
-        self.question_words = question_terms(question);
         Ok(self)
     }
 
@@ -300,13 +294,10 @@ impl<'a> Writer<'a> {
 
     /// Why a sentence cannot go into the report, if it cannot. The judge's calls are added to
     /// `completions`.
-    /// `worded` is what the sentence may take the question's words from: its facts, their
-    /// passages, and the need the paragraph answers.
     fn sentence_problem(
         &self,
         sentence: &str,
         passages: &[&str],
-        worded: &[&str],
         kept: &[String],
         completions: &mut Vec<Completion>,
     ) -> Result<Option<String>, ResearchError> {
@@ -314,7 +305,6 @@ impl<'a> Writer<'a> {
             .or_else(|| finding_form(sentence))
             .or_else(|| foreign_script(sentence, self.script, passages))
             .or_else(|| advice_to_someone_unnamed(sentence, passages))
-            .or_else(|| speaks_of_the_user(sentence, passages))
         {
             return Ok(Some(why));
         }
@@ -342,12 +332,7 @@ impl<'a> Writer<'a> {
             }
             matched = true;
             if self.judge.states(passage, sentence, completions)? {
-                // Supported on the passage's words, it may still frame them in the question's.
-                return Ok(borrowed_from_the_question(
-                    sentence,
-                    &self.question_words,
-                    worded,
-                ));
+                return Ok(None);
             }
         }
         Ok(Some(if matched {
@@ -387,19 +372,14 @@ impl<'a> Writer<'a> {
 
     /// The model's sentences for `facts` from the prompt `render` makes (given the problems of
     /// the last answer), checked against the facts' passages and the report so far, asked once
-    /// more with the reasons when some fail; `need` is the reader's need the paragraph answers
-    /// (empty for any other paragraph). Takes `&self`, so the paragraphs of a report are
+    /// more with the reasons when some fail. Takes `&self`, so the paragraphs of a report are
     /// drafted together; [`Writer::settle`] then takes them in report order.
     pub fn draft(
         &self,
         render: &(dyn Fn(&str) -> Result<String, ResearchError> + Sync),
         facts: &[Fact],
-        need: &str,
     ) -> Result<Draft, ResearchError> {
         let passages = passages_of(facts);
-        let mut worded = passages.clone();
-        worded.extend(facts.iter().map(|f| f.text.as_str()));
-        worded.push(need);
         let mut completions = Vec::new();
         let mut attempts: Vec<Vec<String>> = Vec::new();
         let mut problems = String::new();
@@ -432,7 +412,7 @@ impl<'a> Writer<'a> {
                     continue;
                 }
                 let problem =
-                    self.sentence_problem(&sentence, &passages, &worded, &kept, &mut completions)?;
+                    self.sentence_problem(&sentence, &passages, &kept, &mut completions)?;
                 previous_left = true;
                 match problem {
                     // A detail on something else is left out without asking again: it is
@@ -1006,7 +986,7 @@ mod tests {
         let facts = std::slice::from_ref(&fact);
         let render = |_: &str| Ok("Write the paragraph.".to_string());
         // The fact is said first, with its detail.
-        let first = writer.draft(&render, facts, "").unwrap();
+        let first = writer.draft(&render, facts).unwrap();
         let (sentences, cited) = writer.settle(first, facts, &own_words).unwrap();
         assert_eq!(sentences, vec![FACT.to_string(), DETAIL.to_string()]);
         assert_eq!(cited, vec![0]);
@@ -1022,7 +1002,7 @@ mod tests {
             passages: vec![format!("{FACT} {NEW_DETAIL}")],
         };
         let facts = std::slice::from_ref(&fact);
-        let again = writer.draft(&render, facts, "").unwrap();
+        let again = writer.draft(&render, facts).unwrap();
         let (sentences, cited) = writer.settle(again, facts, &own_words).unwrap();
         assert_eq!(sentences, vec![NEW_DETAIL.to_string()]);
         assert_eq!(cited, vec![0], "a detail printed without its citation");
@@ -1056,7 +1036,7 @@ mod tests {
             passages: vec![passage],
         }];
         let render = |problems: &str| Ok(format!("Write the paragraph.\n{problems}"));
-        let draft = writer.draft(&render, &facts, "").unwrap();
+        let draft = writer.draft(&render, &facts).unwrap();
         let (sentences, cited) = writer.settle(draft, &facts, &own_words).unwrap();
         // The retry's first sentence repeats the long one and is left out; its second is new.
         assert_eq!(sentences, vec![LONG.to_string(), MOULD.to_string()]);
@@ -1092,11 +1072,9 @@ mod tests {
         let mut writer = Writer::new(&llm, &WordsEmbedder, Script::Latin, None);
         // Drafted together, before either is in the report.
         let discovery = writer
-            .draft(&|_| Ok("The discovery.".into()), &found, "")
+            .draft(&|_| Ok("The discovery.".into()), &found)
             .unwrap();
-        let prize = writer
-            .draft(&|_| Ok("The prize.".into()), &nobel, "")
-            .unwrap();
+        let prize = writer.draft(&|_| Ok("The prize.".into()), &nobel).unwrap();
         let (sentences, _) = writer.settle(discovery, &found, &own_words).unwrap();
         assert_eq!(sentences, vec![FOUND.to_string()]);
         let (sentences, _) = writer.settle(prize, &nobel, &own_words).unwrap();
@@ -1109,12 +1087,10 @@ mod tests {
         // sentence pointing back to it is left out there.
         let mut writer = Writer::new(&llm, &WordsEmbedder, Script::Latin, None);
         let discovery = writer
-            .draft(&|_| Ok("The discovery.".into()), &found, "")
+            .draft(&|_| Ok("The discovery.".into()), &found)
             .unwrap();
         writer.settle(discovery, &found, &own_words).unwrap();
-        let prize = writer
-            .draft(&|_| Ok("The prize.".into()), &nobel, "")
-            .unwrap();
+        let prize = writer.draft(&|_| Ok("The prize.".into()), &nobel).unwrap();
         let (sentences, _) = writer.settle(prize, &nobel, &own_words).unwrap();
         assert_eq!(sentences, vec![NOBEL.to_string()]);
     }
@@ -1140,7 +1116,7 @@ mod tests {
         });
         let mut writer = Writer::new(&llm, &WordsEmbedder, Script::Latin, None);
         let draft = writer
-            .draft(&|p| Ok(format!("Write. {p}")), &facts, "")
+            .draft(&|p| Ok(format!("Write. {p}")), &facts)
             .unwrap();
         let (sentences, _) = writer.settle(draft, &facts, &own_words).unwrap();
         assert_eq!(sentences, vec![NOBEL, FOUND, FIRST]);

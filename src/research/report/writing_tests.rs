@@ -312,48 +312,6 @@ fn learnings_that_say_the_same_are_placed_once() {
     assert_eq!(completions.len(), llm.prompts().len());
 }
 
-/// A sentence its passage supports word for word, framed in the question's words the passage
-/// lacks ("Toronto is a popular destination for a family holiday"), is asked again with those
-/// words named, and the fact is said as its passage says it.
-#[test]
-fn a_sentence_framed_in_the_question_s_words_its_passages_lack_is_refused() {
-    let f = fixture(&[("How is green tea made?", &GREEN[1..])]);
-    let llm = Script::new(|prompt| {
-        if prompt.contains(PARAGRAPH) {
-            let framed: Vec<String> = facts_of(prompt)
-                .iter()
-                .map(|f| format!("{} for a picnic.", f.trim_end_matches('.')))
-                .collect();
-            json_text("text", &framed.join(" "))
-        } else {
-            faithful(prompt)
-        }
-    });
-    let persona = Persona::default();
-    let input = ReportInput {
-        // "take", the action asked about, may be said in other words; "picnic" may not.
-        query: "Which green tea should I take on a picnic?",
-        ..tea_input(&f, &persona)
-    };
-    let (report, _) = write(&llm, &Words, &input, &mut |_, _| {}).unwrap();
-    assert_clean(&report);
-    let retries = llm.prompts_with(RETRY);
-    assert!(!retries.is_empty());
-    assert!(retries[0].contains("(picnic)"), "{}", retries[0]);
-    assert!(
-        !report.markdown.contains("for a picnic"),
-        "{}",
-        report.markdown
-    );
-    assert!(
-        report
-            .markdown
-            .contains("Matcha is whisked from powdered shade-grown leaves."),
-        "{}",
-        report.markdown
-    );
-}
-
 #[test]
 fn a_refused_paragraph_is_asked_again_with_the_reasons() {
     let f = fixture(&[("How is green tea brewed?", GREEN)]);
