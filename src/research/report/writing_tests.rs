@@ -428,15 +428,18 @@ fn judging_tea_parties(prompt: &str) -> String {
     }
 }
 
+/// The green-tea findings, and `findings` as a node looked up for a need of the reader.
+fn with_a_need_node(question: &str, findings: &[&str]) -> Fixture {
+    let mut f = fixture(&[("How is green tea brewed?", GREEN), (question, findings)]);
+    f.tree.nodes[2].origin = Origin::Need;
+    f
+}
+
 #[test]
 fn a_finding_looked_up_for_a_need_stays_though_the_question_alone_finds_it_off() {
     // The tea-party findings were looked up for a need of the reader: the judge of the
     // question alone says no to them, and they stay.
-    let mut f = fixture(&[
-        ("How is green tea brewed?", GREEN),
-        ("Looked up for you: you host tea parties", TEA_PARTY),
-    ]);
-    f.tree.nodes[2].origin = Origin::Need;
+    let f = with_a_need_node("Looked up for you: you host tea parties", TEA_PARTY);
     let llm = Script::new(judging_tea_parties);
     let (report, _) = write_with_finding_judge(&llm, &f, 0.19);
     assert_clean(&report);
@@ -450,11 +453,7 @@ fn a_finding_looked_up_for_a_need_stays_though_the_question_alone_finds_it_off()
 /// score the judge never gave.
 #[test]
 fn a_looked_up_finding_far_from_the_question_stays_with_the_debug_log_on() {
-    let mut f = fixture(&[
-        ("How is green tea brewed?", GREEN),
-        ("Looked up for you: you own a kyusu", KYUSU),
-    ]);
-    f.tree.nodes[2].origin = Origin::Need;
+    let f = with_a_need_node("Looked up for you: you own a kyusu", KYUSU);
     let llm = Script::new(|prompt| {
         if prompt.contains(FINDING_JUDGE) && KYUSU.iter().any(|k| prompt.ends_with(k)) {
             r#"{"probabilities":[0.1,0.9]}"#.to_string()
