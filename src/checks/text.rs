@@ -714,6 +714,52 @@ pub fn advice_to_someone_unnamed(sentence: &str, sources: &[&str]) -> Option<Str
     })
 }
 
+/// The content words of a question that a sentence may not add to what its passage says: all
+/// but the action asked about, the word after "I" or "we" ("How can I *reduce* energy costs at
+/// my bakery?"), which an answer names in other words than its sources ("To reduce energy
+/// costs, switch off unused decks" from a guide that says "save").
+pub fn question_terms(question: &str) -> BTreeSet<String> {
+    let mut terms = content_words(question);
+    let tokens: Vec<String> = question
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    for pair in tokens.windows(2) {
+        if pair[0] == "i" || pair[0] == "we" {
+            for action in content_words(&pair[1]) {
+                terms.remove(&action);
+            }
+        }
+    }
+    terms
+}
+
+/// The words of `sentence` that are among the question's `terms` and in none of `sources`, as
+/// the sentence spells them: how a 1.5B model frames what it read in the question's words.
+/// From Wikipedia's "Toronto", which speaks of no holidays, it wrote "Toronto is a popular
+/// destination for a family holiday in Canada" for "Where should we go on a family holiday
+/// this summer?", and the support checks pass it on the rest of the passage's words.
+pub fn borrowed_from_the_question(
+    sentence: &str,
+    terms: &BTreeSet<String>,
+    sources: &[&str],
+) -> Vec<String> {
+    let said: BTreeSet<String> = sources.iter().flat_map(|s| content_words(s)).collect();
+    let mut borrowed: Vec<String> = Vec::new();
+    for word in sentence.split(|c: char| !c.is_alphanumeric()) {
+        let normal = content_words(word);
+        let Some(w) = normal.iter().next() else {
+            continue;
+        };
+        let word = word.to_lowercase();
+        if terms.contains(w) && !said.contains(w) && !borrowed.contains(&word) {
+            borrowed.push(word);
+        }
+    }
+    borrowed
+}
+
 /// Debris in a text that may still lack its final full stop (a finding the model left open).
 fn sentence_debris_or_markup(t: &str) -> Option<String> {
     markup_or_json(t).or_else(|| {
@@ -754,6 +800,45 @@ mod tests {
             advice_to_someone_unnamed("The site has to be a random effect.", &[guide]).is_none()
         );
         assert!(advice_to_someone_unnamed("The model has four decks.", &[guide]).is_none());
+    }
+
+    #[test]
+    fn the_question_s_words_a_passage_lacks_are_named() {
+        let terms = question_terms("Where should we go on a family holiday this summer?");
+        let toronto = "Toronto is the most populous city in Canada, with 2,794,356 residents \
+                       in 2021; it is a popular destination for visitors.";
+        assert_eq!(
+            borrowed_from_the_question(
+                "Toronto is a popular destination for a family holiday in Canada.",
+                &terms,
+                &[toronto],
+            ),
+            vec!["family".to_string(), "holiday".to_string()]
+        );
+        // Said by the passage (in another inflection), or not the question's words: none.
+        let guide = "Families on summer holidays find large resorts crowded in August.";
+        assert!(borrowed_from_the_question(
+            "Large resorts are crowded in August for a family on holiday in the summer.",
+            &terms,
+            &[guide]
+        )
+        .is_empty());
+        assert!(borrowed_from_the_question(
+            "Toronto is a popular destination.",
+            &terms,
+            &[toronto]
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn the_action_asked_about_is_not_a_term_of_the_question() {
+        let terms = question_terms("How can I reduce energy costs at my bakery?");
+        assert_eq!(terms, content_words("energy costs bakery"));
+        let terms = question_terms("Where should we go on a family holiday this summer?");
+        assert_eq!(terms, content_words("family holiday summer"));
+        let terms = question_terms("What is the relationship between ecology and statistics?");
+        assert_eq!(terms, content_words("relationship ecology statistics"));
     }
 
     #[test]

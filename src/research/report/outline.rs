@@ -689,7 +689,35 @@ pub(super) fn outline(
     let body_findings: usize = sections.iter().map(|s| s.2.len()).sum();
     let mut summary_restates = body_findings >= RESTATING_SUMMARY_FINDINGS;
     let mut summary = Vec::new();
-    let mut by_strength: Vec<(f32, usize, usize)> = Vec::new();
+    // A finding's strength as an answer: its closeness to the question, and its passage's,
+    // so that one which frames a passage on something else in the question's words does not
+    // lead ("Renewable energy is a crucial source of energy for small bakeries", from
+    // Wikipedia's Renewable energy, opened the bakery report at 0.59 to the question by its
+    // own words); with the finding judge on, those it finds help answer come first, before
+    // those kept only by their cosine ("The marathon can be completed by running or with a
+    // run/walk strategy", scored 0.13, opened Maya's report).
+    let judged = input.finding_judge.is_some();
+    let strength = |l: usize| -> (bool, f32) {
+        let own = cosine(vector(l), &query_vector);
+        let passage = input.learnings[l]
+            .sources
+            .iter()
+            .filter_map(|k| passage_vectors.get(k))
+            .map(|v| cosine(v, &query_vector))
+            .fold(f32::MIN, f32::max);
+        let grounded = if passage == f32::MIN {
+            own
+        } else {
+            (own + passage) / 2.0
+        };
+        (judged && !judged_on.contains_key(&l), grounded)
+    };
+    let stronger = |a: usize, b: usize| {
+        let (a_weak, a_score) = strength(a);
+        let (b_weak, b_score) = strength(b);
+        b_weak.cmp(&a_weak).then(a_score.total_cmp(&b_score))
+    };
+    let mut by_strength: Vec<((bool, f32), usize, usize)> = Vec::new();
     for (index, s) in sections.iter().enumerate() {
         // The opening is read first and alone: a finding that leans on a sentence before it
         // ("… appeared later that century") cannot lead it while another can.
@@ -698,24 +726,31 @@ pub(super) fn outline(
                 .copied()
                 .filter(|&l| !leans_on_context(&input.learnings[l].text))
                 .collect();
-        if let Some(&best) = standalone.iter().max_by(|&&a, &&b| {
-            cosine(vector(a), &query_vector).total_cmp(&cosine(vector(b), &query_vector))
-        }) {
-            by_strength.push((cosine(vector(best), &query_vector), index, best));
+        if let Some(&best) = standalone.iter().max_by(|&&a, &&b| stronger(a, b)) {
+            by_strength.push((strength(best), index, best));
         }
     }
     // Only findings that lean on context: the best of them, rather than no opening at all.
     if by_strength.is_empty() {
         for (index, s) in sections.iter().enumerate() {
-            if let Some(&best) = s.2.iter().max_by(|&&a, &&b| {
-                cosine(vector(a), &query_vector).total_cmp(&cosine(vector(b), &query_vector))
-            }) {
-                by_strength.push((cosine(vector(best), &query_vector), index, best));
+            if let Some(&best) = s.2.iter().max_by(|&&a, &&b| stronger(a, b)) {
+                by_strength.push((strength(best), index, best));
             }
         }
     }
-    // The root's own findings answer the question itself: they lead.
-    by_strength.sort_by(|a, b| (a.1 != 0).cmp(&(b.1 != 0)).then(b.0.total_cmp(&a.0)));
+    // The root's own findings answer the question itself: they lead, unless only a weaker
+    // kind (kept by its cosine alone) is there.
+    by_strength.sort_by(|a, b| {
+        (a.0 .0)
+            .cmp(&b.0 .0)
+            .then((a.1 != 0).cmp(&(b.1 != 0)))
+            .then(b.0 .1.total_cmp(&a.0 .1))
+    });
+    // A finding the judge finds does not help answer the question stays in the body, but
+    // does not open a report that has one it finds does.
+    if by_strength.iter().any(|s| !s.0 .0) {
+        by_strength.retain(|s| !s.0 .0);
+    }
     for &(_, index, best) in by_strength.iter().take(SUMMARY_LEARNINGS) {
         summary.push(best);
         if !summary_restates {

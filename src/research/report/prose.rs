@@ -11,15 +11,17 @@
 //! with the reasons; what still fails is dropped, and facts the kept sentences leave out are
 //! added in their own words, so the paragraph never loses a fact or gains an unsupported one.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
 
 use serde_json::json;
 
 use super::outline::{tidy_sentence, DUPLICATE_COSINE, NEAR_ON_TOPIC_FINDING, OFF_TOPIC_FINDING};
 use crate::checks::judge::{Judge, TURNED_AROUND};
 use crate::checks::text::{
-    advice_to_someone_unnamed, content_words, finding_form, foreign_script, heading_debris,
-    jaccard, leans_on_context, sentence_debris, split_sentences, Script, NEAR_DUPLICATE_JACCARD,
+    advice_to_someone_unnamed, borrowed_from_the_question, content_words, finding_form,
+    foreign_script, heading_debris, jaccard, leans_on_context, question_terms, sentence_debris,
+    split_sentences, Script, NEAR_DUPLICATE_JACCARD,
 };
 use crate::checks::{SupportMatcher, SUPPORT_THRESHOLD};
 use crate::embed::{cosine, Embedder};
@@ -90,6 +92,11 @@ pub(super) struct Writer<'a> {
     /// The question's embedding: a detail the model adds must be about it or about a fact of
     /// its paragraph ([`Writer::off_question_detail`]). Empty: no such check.
     question: Vec<f32>,
+    /// The question's content words: a sentence adds them to what its passage says only where
+    /// that passage is about the question ([`Writer::framed`]).
+    question_words: BTreeSet<String>,
+    /// Each passage's cosine to the question, once computed.
+    closeness: Mutex<HashMap<String, f32>>,
     /// Whether a passage states a sentence the way round it says it ([`crate::checks::judge`]).
     judge: Judge<'a>,
     /// The report's writing system (the question's): a word in another one is debris
@@ -112,6 +119,10 @@ pub(super) struct Writer<'a> {
 /// glance. The 1.5B model copies a long finding whole when only told "short" (Maya's bullets
 /// ran to 30–40 words); a longer sentence is refused and asked again with this bound.
 pub const SHORT_SENTENCE_WORDS: usize = 20;
+
+/// A passage this close to the question (all-MiniLM-L6-v2 cosine) is about it, and a sentence
+/// may frame it in the question's words ([`Writer::framed`]).
+pub const PASSAGE_ABOUT_QUESTION: f32 = 0.4;
 
 pub(super) fn field_schema(field: &str, min: usize, max: usize) -> serde_json::Value {
     json!({
@@ -205,6 +216,8 @@ impl<'a> Writer<'a> {
             llm,
             embedder,
             question: Vec::new(),
+            question_words: BTreeSet::new(),
+            closeness: Mutex::new(HashMap::new()),
             script,
             support: SupportMatcher::new(embedder, SUPPORT_THRESHOLD),
             judge: Judge::new(llm, judge),
@@ -232,7 +245,53 @@ impl<'a> Writer<'a> {
             .into_iter()
             .next()
             .unwrap_or_default();
+        self.question_words = question_terms(question);
         Ok(self)
+    }
+
+    /// Why `sentence`, supported by `passage`, cannot say it that way, if it cannot: it ties a
+    /// passage that is not about the question (cosine below [`PASSAGE_ABOUT_QUESTION`]) to it
+    /// with the question's words the passage does not have. "Renewable energy is a crucial
+    /// source of energy for small bakeries" opened the bakery report from Wikipedia's
+    /// Renewable energy; "Toronto is a popular destination for a family holiday" came from
+    /// Wikipedia's Toronto. A passage about the question is framed in its words rightly ("To
+    /// prepare for a technical interview, review …" from an interview guide that does not say
+    /// "technical"), so the check does not apply there.
+    fn framed(&self, sentence: &str, passage: &str) -> Result<Option<String>, ResearchError> {
+        if self.question.is_empty() {
+            return Ok(None);
+        }
+        let borrowed = borrowed_from_the_question(sentence, &self.question_words, &[passage]);
+        if borrowed.is_empty() {
+            return Ok(None);
+        }
+        let known = self
+            .closeness
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(passage)
+            .copied();
+        let close = match known {
+            Some(c) => c,
+            None => {
+                let v = self.embedder.embed(&[passage])?;
+                let c = v.first().map_or(0.0, |v| cosine(v, &self.question));
+                self.closeness
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .insert(passage.to_string(), c);
+                c
+            }
+        };
+        tracing::debug!(
+            "report: a sentence adds the question's words {borrowed:?} to a passage at {close:.2} to the question: {sentence}"
+        );
+        Ok((close < PASSAGE_ABOUT_QUESTION).then(|| {
+            format!(
+                "it ties a passage on something else to the question with words the passage does not have ({}): say what the passage says, in its words",
+                borrowed.join(", ")
+            )
+        }))
     }
 
     /// Whether `sentence` is a detail on something else: it states none of `facts` (fewer
@@ -326,19 +385,24 @@ impl<'a> Writer<'a> {
             ));
         }
         let mut matched = false;
+        let mut framed = None;
         for passage in passages {
             if !self.support.supports(sentence, passage)? {
                 continue;
             }
             matched = true;
+            if let Some(why) = self.framed(sentence, passage)? {
+                framed = Some(why);
+                continue;
+            }
             if self.judge.states(passage, sentence, completions)? {
                 return Ok(None);
             }
         }
-        Ok(Some(if matched {
-            TURNED_AROUND.into()
-        } else {
-            "it says something the facts do not say; keep to the facts".into()
+        Ok(Some(match framed {
+            Some(why) => why,
+            None if matched => TURNED_AROUND.into(),
+            None => "it says something the facts do not say; keep to the facts".into(),
         }))
     }
 
@@ -542,6 +606,31 @@ impl<'a> Writer<'a> {
                 if !stated.contains(&i) {
                     stated.push(i);
                 }
+                // A finding of several sentences is said when each of them is: Maya's
+                // "Max-cushion trainers such as the Hoka Clifton … reduce the impact of each
+                // landing. Physiotherapists often suggest a well-cushioned shoe …" counted as
+                // said by a sentence on the physiotherapists alone, and the shoes were lost.
+                let unsaid = self.unsaid_sentences(fact, &sentences)?;
+                if !unsaid.is_empty() {
+                    let passages: Vec<&str> = fact.passages.iter().map(String::as_str).collect();
+                    for s in unsaid {
+                        let clean = sentence_debris(&s).is_none()
+                            && foreign_script(&s, self.script, &passages).is_none()
+                            && !self.repeats(&s, &sentences)?
+                            && !self.framed_by_every(&s, &passages)?
+                            && self.judged_by_a_passage(std::slice::from_ref(&s), &passages)?;
+                        if clean {
+                            tracing::debug!("report: the rest of a finding in its own words: {s}");
+                            sentences.push(s);
+                        } else {
+                            tracing::info!(
+                                "report: part of a finding is not placed (no wording of it passes \
+                                 the checks): {}",
+                                one_line(&s, 160)
+                            );
+                        }
+                    }
+                }
                 continue;
             }
             // The fallbacks in order of preference: each but the last must also be supported
@@ -567,6 +656,17 @@ impl<'a> Writer<'a> {
                             ok |= self.support.supports(s, p)?;
                         }
                         clean &= ok;
+                    }
+                }
+                // A finding in its own words that ties a passage on something else to the
+                // question: there is no wording of it to print.
+                for s in &own {
+                    if clean && self.framed_by_every(s, &passages)? {
+                        tracing::info!(
+                            "report: a finding in its own words frames its passage in the \
+                             question's words: {s}"
+                        );
+                        clean = false;
                     }
                 }
                 if clean {
@@ -624,6 +724,65 @@ impl<'a> Writer<'a> {
         stated.sort_unstable();
         stated.dedup();
         Ok((sentences, stated))
+    }
+
+    /// Whether `sentence` frames each of `passages` in the question's words
+    /// ([`Writer::framed`]); false with no passage.
+    fn framed_by_every(&self, sentence: &str, passages: &[&str]) -> Result<bool, ResearchError> {
+        if passages.is_empty() {
+            return Ok(false);
+        }
+        for p in passages {
+            if self.framed(sentence, p)?.is_none() {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The sentences of a finding of two or more that `sentences` do not say, in the finding's
+    /// own words: a sentence is said when the paragraph has [`FACT_COVERED`] of its content
+    /// words, or one of `sentences` has [`FACT_ABOUT`] of them and a passage of the finding
+    /// supports it. A finding of one sentence is judged whole by the caller (empty here).
+    fn unsaid_sentences(
+        &self,
+        fact: &Fact,
+        sentences: &[String],
+    ) -> Result<Vec<String>, ResearchError> {
+        let parts = split_sentences(&tidy_sentence(&fact.text));
+        if parts.len() < 2 {
+            return Ok(Vec::new());
+        }
+        let prose: BTreeSet<String> = sentences.iter().flat_map(|s| content_words(s)).collect();
+        let mut unsaid = Vec::new();
+        for part in parts {
+            let words = content_words(&part);
+            if words.is_empty()
+                || words.intersection(&prose).count() as f64 / words.len() as f64 >= FACT_COVERED
+            {
+                continue;
+            }
+            let mut said = false;
+            for s in sentences {
+                let shared = content_words(s).intersection(&words).count();
+                if (shared as f64) < FACT_ABOUT * words.len() as f64 {
+                    continue;
+                }
+                for p in &fact.passages {
+                    if self.support.supports(s, p)? {
+                        said = true;
+                        break;
+                    }
+                }
+                if said {
+                    break;
+                }
+            }
+            if !said {
+                unsaid.push(part);
+            }
+        }
+        Ok(unsaid)
     }
 
     /// Whether, for each of `sentences`, the judge finds some passage states it (true when

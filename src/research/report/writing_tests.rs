@@ -1589,3 +1589,120 @@ fn a_finding_the_need_judge_finds_answers_a_need_goes_to_it_though_the_embedding
         report.markdown
     );
 }
+
+/// A finding of two sentences is said only when both are: prose that states its second
+/// sentence alone gets the first in the finding's own words (Maya's max-cushion trainers were
+/// lost behind a sentence on what physiotherapists suggest).
+#[test]
+fn a_finding_of_two_sentences_half_said_gets_the_other_half_in_its_own_words() {
+    const FIRST: &str = "Gyokuro bushes are covered for three weeks before the spring harvest.";
+    const SECOND: &str = "Brewed cool, shaded tea tastes sweet.";
+    let two = format!("{FIRST} {SECOND}");
+    let texts: Vec<&str> = GREEN
+        .iter()
+        .copied()
+        .chain(std::iter::once(two.as_str()))
+        .collect();
+    let f = fixture(&[("How is green tea brewed?", &texts)]);
+    let llm = Script::new(|prompt| {
+        if prompt.contains(PARAGRAPH) && prompt.contains("Gyokuro") {
+            let facts: Vec<String> = facts_of(prompt)
+                .into_iter()
+                .map(|t| {
+                    if t.contains("Gyokuro") {
+                        SECOND.to_string()
+                    } else {
+                        t
+                    }
+                })
+                .collect();
+            json_text("text", &facts.join(" "))
+        } else {
+            faithful(prompt)
+        }
+    });
+    let (report, _) = write_with(&llm, &f, &[]);
+    assert!(report.markdown.contains(SECOND), "{}", report.markdown);
+    assert!(report.markdown.contains(FIRST), "{}", report.markdown);
+    assert_eq!(
+        report.markdown.matches("sweet").count(),
+        1,
+        "{}",
+        report.markdown
+    );
+    assert_clean(&report);
+}
+
+/// A sentence that ties a passage on something else to the question with the question's words
+/// ("Renewable energy is a crucial source of energy for small bakeries", from Wikipedia's
+/// Renewable energy) is refused and asked again.
+#[test]
+fn a_sentence_tying_a_far_passage_to_the_question_is_asked_again() {
+    const FRAMED: &str = "Matcha is whisked from powdered shade-grown leaves at home.";
+    let f = fixture(&[("How is green tea brewed?", GREEN)]);
+    let llm = Script::new(|prompt| {
+        if prompt.contains(PARAGRAPH) && prompt.contains("Matcha") && !prompt.contains(RETRY) {
+            let facts: Vec<String> = facts_of(prompt)
+                .into_iter()
+                .map(|t| {
+                    if t.contains("Matcha") {
+                        FRAMED.to_string()
+                    } else {
+                        t
+                    }
+                })
+                .collect();
+            json_text("text", &facts.join(" "))
+        } else {
+            faithful(prompt)
+        }
+    });
+    let persona = Persona::default();
+    let input = ReportInput {
+        query: "How should I brew tea at home?",
+        ..tea_input(&f, &persona)
+    };
+    let (report, _) = write(&llm, &Words, &input, &mut |_, _| {}).unwrap();
+    assert!(!report.markdown.contains(FRAMED), "{}", report.markdown);
+    assert!(report.markdown.contains(GREEN[2]), "{}", report.markdown);
+    let retries = llm.prompts_with(RETRY);
+    assert!(
+        retries.iter().any(|r| {
+            r.contains("ties a passage on something else to the question") && r.contains("(home)")
+        }),
+        "{retries:?}"
+    );
+    assert_clean(&report);
+}
+
+/// The opening starts from a finding the judge finds helps answer the question, not from one
+/// kept only by its closeness to the question's words ("The marathon can be completed by
+/// running or with a run/walk strategy", scored 0.13, opened Maya's report).
+#[test]
+fn the_opening_starts_from_a_finding_the_judge_keeps_not_one_kept_by_its_words() {
+    const WORDY: &str = "Tea is brewed strong.";
+    let f = fixture(&[("How is green tea brewed?", &[WORDY, GREEN[0]])]);
+    let persona = Persona::default();
+    let input = ReportInput {
+        finding_judge: Some(0.19),
+        ..tea_input(&f, &persona)
+    };
+    let judge = |texts: &[&str]| {
+        texts
+            .iter()
+            .map(|t| Some(if t.contains("strong") { 0.05 } else { 0.9 }))
+            .collect()
+    };
+    let plan = outline::outline(&input, &Words, &judge, &|_, _| Vec::new()).unwrap();
+    assert_eq!(plan.summary, vec![1], "{plan:#?}");
+    // Kept, in the body.
+    assert!(
+        plan.sections
+            .iter()
+            .any(|s| s.paragraphs.concat().contains(&0)),
+        "{plan:#?}"
+    );
+    // Without the judge, the closer one opens.
+    let plan = plan_of(&f);
+    assert_eq!(plan.summary, vec![0], "{plan:#?}");
+}
