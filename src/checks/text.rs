@@ -753,11 +753,25 @@ pub fn borrowed_from_the_question(
             continue;
         };
         let word = word.to_lowercase();
-        if terms.contains(w) && !said.contains(w) && !borrowed.contains(&word) {
+        if terms.contains(w) && !said_alike(w, &said) && !borrowed.contains(&word) {
             borrowed.push(word);
         }
     }
     borrowed
+}
+
+/// Whether `word` or a word of its stem is in `said`: the same first five letters, for words
+/// that long ("analyze" is said by "Analysing").
+fn said_alike(word: &str, said: &BTreeSet<String>) -> bool {
+    const STEM: usize = 5;
+    if said.contains(word) {
+        return true;
+    }
+    let stem: String = word.chars().take(STEM).collect();
+    stem.chars().count() == STEM
+        && said
+            .iter()
+            .any(|s| s.chars().count() >= STEM && s.chars().take(STEM).eq(stem.chars()))
 }
 
 /// Debris in a text that may still lack its final full stop (a finding the model left open).
@@ -827,6 +841,15 @@ mod tests {
             "Toronto is a popular destination.",
             &terms,
             &[toronto]
+        )
+        .is_empty());
+        // Another spelling of the same stem is said.
+        let terms = question_terms("Which approach should I use to analyze my survey data?");
+        let guide = "Analysing count data from repeated field surveys.";
+        assert!(borrowed_from_the_question(
+            "Ecologists fit a model to analyze counts from surveys.",
+            &terms,
+            &[guide]
         )
         .is_empty());
     }

@@ -314,7 +314,19 @@ pub fn write(
     };
     let mut writer = Writer::new(llm, embedder, script, input.support_judge)
         .with_short_sentences(input.style.short)
-        .with_question(input.query)?;
+        .with_question(input.query)?
+        .with_sources(
+            input
+                .evidence
+                .values()
+                .map(|e| (e.text.clone(), e.title.clone()))
+                .collect(),
+            &outline
+                .needs
+                .iter()
+                .map(|n| n.label.as_str())
+                .collect::<Vec<_>>(),
+        );
     writer
         .completions
         .extend(judge_calls.into_inner().unwrap_or_default());
