@@ -689,28 +689,16 @@ pub(super) fn outline(
     let body_findings: usize = sections.iter().map(|s| s.2.len()).sum();
     let mut summary_restates = body_findings >= RESTATING_SUMMARY_FINDINGS;
     let mut summary = Vec::new();
-    // A finding's strength as an answer: its closeness to the question, and its passage's,
-    // so that one which frames a passage on something else in the question's words does not
-    // lead ("Renewable energy is a crucial source of energy for small bakeries", from
-    // Wikipedia's Renewable energy, opened the bakery report at 0.59 to the question by its
-    // own words); with the finding judge on, those it finds help answer come first, before
-    // those kept only by their cosine ("The marathon can be completed by running or with a
-    // run/walk strategy", scored 0.13, opened Maya's report).
+    // A finding's strength as an answer: its closeness to the question; with the finding
+    // judge on, those it finds help answer come first, before those kept only by their cosine
+    // ("The marathon can be completed by running or with a run/walk strategy", scored 0.13,
+    // opened Maya's report).
     let judged = input.finding_judge.is_some();
     let strength = |l: usize| -> (bool, f32) {
-        let own = cosine(vector(l), &query_vector);
-        let passage = input.learnings[l]
-            .sources
-            .iter()
-            .filter_map(|k| passage_vectors.get(k))
-            .map(|v| cosine(v, &query_vector))
-            .fold(f32::MIN, f32::max);
-        let grounded = if passage == f32::MIN {
-            own
-        } else {
-            (own + passage) / 2.0
-        };
-        (judged && !judged_on.contains_key(&l), grounded)
+        (
+            judged && !judged_on.contains_key(&l),
+            cosine(vector(l), &query_vector),
+        )
     };
     let stronger = |a: usize, b: usize| {
         let (a_weak, a_score) = strength(a);
