@@ -1590,6 +1590,21 @@ fn a_finding_the_need_judge_finds_answers_a_need_goes_to_it_though_the_embedding
     );
 }
 
+/// The faithful paragraph for `prompt`, with the fact containing `marker` written as `text`.
+fn paragraph_with(prompt: &str, marker: &str, text: &str) -> String {
+    let facts: Vec<String> = facts_of(prompt)
+        .into_iter()
+        .map(|t| {
+            if t.contains(marker) {
+                text.to_string()
+            } else {
+                t
+            }
+        })
+        .collect();
+    json_text("text", &facts.join(" "))
+}
+
 /// A finding of two sentences is said only when both are: prose that states its second
 /// sentence alone gets the first in the finding's own words (Maya's max-cushion trainers were
 /// lost behind a sentence on what physiotherapists suggest).
@@ -1606,17 +1621,7 @@ fn a_finding_of_two_sentences_half_said_gets_the_other_half_in_its_own_words() {
     let f = fixture(&[("How is green tea brewed?", &texts)]);
     let llm = Script::new(|prompt| {
         if prompt.contains(PARAGRAPH) && prompt.contains("Gyokuro") {
-            let facts: Vec<String> = facts_of(prompt)
-                .into_iter()
-                .map(|t| {
-                    if t.contains("Gyokuro") {
-                        SECOND.to_string()
-                    } else {
-                        t
-                    }
-                })
-                .collect();
-            json_text("text", &facts.join(" "))
+            paragraph_with(prompt, "Gyokuro", SECOND)
         } else {
             faithful(prompt)
         }
@@ -1642,17 +1647,7 @@ fn a_sentence_tying_a_far_passage_to_the_question_is_asked_again() {
     let f = fixture(&[("How is green tea brewed?", GREEN)]);
     let llm = Script::new(|prompt| {
         if prompt.contains(PARAGRAPH) && prompt.contains("Matcha") && !prompt.contains(RETRY) {
-            let facts: Vec<String> = facts_of(prompt)
-                .into_iter()
-                .map(|t| {
-                    if t.contains("Matcha") {
-                        FRAMED.to_string()
-                    } else {
-                        t
-                    }
-                })
-                .collect();
-            json_text("text", &facts.join(" "))
+            paragraph_with(prompt, "Matcha", FRAMED)
         } else {
             faithful(prompt)
         }
