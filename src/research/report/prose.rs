@@ -98,9 +98,6 @@ pub(super) struct Writer<'a> {
     /// Each passage's title: its words are the passage's too ("Analysing count data from
     /// repeated field surveys" for a passage on count models).
     titles: HashMap<String, String>,
-    /// The content words of the reader's needs: a sentence for the reader names them
-    /// ("Since you have a family …") whatever its passage says.
-    reader_words: BTreeSet<String>,
     /// Each passage's cosine to the question, once computed.
     closeness: Mutex<HashMap<String, f32>>,
     /// Whether a passage states a sentence the way round it says it ([`crate::checks::judge`]).
@@ -229,7 +226,6 @@ impl<'a> Writer<'a> {
             question: Vec::new(),
             question_words: BTreeSet::new(),
             titles: HashMap::new(),
-            reader_words: BTreeSet::new(),
             closeness: Mutex::new(HashMap::new()),
             script,
             support: SupportMatcher::new(embedder, SUPPORT_THRESHOLD),
@@ -263,10 +259,14 @@ impl<'a> Writer<'a> {
     }
 
     /// The writer that knows each passage's title (passage text → title) and the labels of
-    /// the reader's needs ([`Writer::framed`]).
+    /// the reader's needs, whose words a sentence for the reader names ("Since you have a
+    /// family …") whatever its passage says ([`Writer::framed`]). After
+    /// [`Writer::with_question`].
     pub fn with_sources(mut self, titles: HashMap<String, String>, needs: &[&str]) -> Self {
         self.titles = titles;
-        self.reader_words = needs.iter().flat_map(|n| content_words(n)).collect();
+        for word in needs.iter().flat_map(|n| content_words(n)) {
+            self.question_words.remove(&word);
+        }
         self
     }
 
@@ -283,12 +283,8 @@ impl<'a> Writer<'a> {
             return Ok(None);
         }
         let title = self.titles.get(passage).map_or("", String::as_str);
-        let terms: BTreeSet<String> = self
-            .question_words
-            .difference(&self.reader_words)
-            .cloned()
-            .collect();
-        let borrowed = borrowed_from_the_question(sentence, &terms, &[passage, title]);
+        let borrowed =
+            borrowed_from_the_question(sentence, &self.question_words, &[passage, title]);
         if borrowed.is_empty() {
             return Ok(None);
         }
@@ -607,18 +603,8 @@ impl<'a> Writer<'a> {
         // from the same passage does not state the fact.
         let mut stated = Vec::new();
         for (i, fact) in facts.iter().enumerate() {
-            let words = content_words(&fact.text);
-            'sentences: for s in &best {
-                let shared = content_words(s).intersection(&words).count();
-                if (shared as f64) < FACT_ABOUT * words.len() as f64 {
-                    continue;
-                }
-                for p in &fact.passages {
-                    if self.support.supports(s, p)? {
-                        stated.push(i);
-                        break 'sentences;
-                    }
-                }
+            if self.stated_by_one_of(&best, &content_words(&fact.text), fact)? {
+                stated.push(i);
             }
         }
         // Each fact is stated: by a kept sentence, or else in its own words.
@@ -642,12 +628,8 @@ impl<'a> Writer<'a> {
                 if !unsaid.is_empty() {
                     let passages: Vec<&str> = fact.passages.iter().map(String::as_str).collect();
                     for s in unsaid {
-                        let clean = sentence_debris(&s).is_none()
-                            && foreign_script(&s, self.script, &passages).is_none()
-                            && !self.repeats(&s, &sentences)?
-                            && !self.framed_by_every(&s, &passages)?
-                            && self.judged_by_a_passage(std::slice::from_ref(&s), &passages)?;
-                        if clean {
+                        let own = std::slice::from_ref(&s);
+                        if self.own_wording_passes(own, &passages, &sentences, false)? {
                             tracing::debug!("report: the rest of a finding in its own words: {s}");
                             sentences.push(s);
                         } else {
@@ -669,38 +651,7 @@ impl<'a> Writer<'a> {
             for (k, option) in options.iter().enumerate() {
                 let own: Vec<String> = split_sentences(option);
                 let passages: Vec<&str> = fact.passages.iter().map(String::as_str).collect();
-                let mut clean = !own.is_empty()
-                    && own.iter().all(|s| {
-                        sentence_debris(s).is_none()
-                            && foreign_script(s, self.script, &passages).is_none()
-                    });
-                for s in &own {
-                    clean = clean && !self.repeats(s, &sentences)?;
-                }
-                if clean && k + 1 < options.len() {
-                    for s in &own {
-                        let mut ok = false;
-                        for p in &passages {
-                            ok |= self.support.supports(s, p)?;
-                        }
-                        clean &= ok;
-                    }
-                }
-                // A finding in its own words that ties a passage on something else to the
-                // question: there is no wording of it to print.
-                for s in &own {
-                    if clean && self.framed_by_every(s, &passages)? {
-                        tracing::info!(
-                            "report: a finding in its own words frames its passage in the \
-                             question's words: {s}"
-                        );
-                        clean = false;
-                    }
-                }
-                if clean {
-                    clean = self.judged_by_a_passage(&own, &passages)?;
-                }
-                if clean {
+                if self.own_wording_passes(&own, &passages, &sentences, k + 1 < options.len())? {
                     sentences.extend(own);
                     stated.push(i);
                     break;
@@ -754,6 +705,74 @@ impl<'a> Writer<'a> {
         Ok((sentences, stated))
     }
 
+    /// Whether one of `sentences` states what `words` say: it has [`FACT_ABOUT`] of them and a
+    /// passage of `fact` supports it.
+    fn stated_by_one_of(
+        &self,
+        sentences: &[String],
+        words: &BTreeSet<String>,
+        fact: &Fact,
+    ) -> Result<bool, ResearchError> {
+        for s in sentences {
+            let shared = content_words(s).intersection(words).count();
+            if (shared as f64) < FACT_ABOUT * words.len() as f64 {
+                continue;
+            }
+            for p in &fact.passages {
+                if self.support.supports(s, p)? {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether a finding's sentences `own`, in their own words (or with a detail, when
+    /// `must_be_supported`: then each must be supported by one of `passages`), can be printed
+    /// after `sentences`: no debris, no word in another script, no repeat, no passage on
+    /// something else tied to the question ([`Writer::framed`]), and stated by a passage the
+    /// way round the judge reads it.
+    fn own_wording_passes(
+        &mut self,
+        own: &[String],
+        passages: &[&str],
+        sentences: &[String],
+        must_be_supported: bool,
+    ) -> Result<bool, ResearchError> {
+        if own.is_empty() {
+            return Ok(false);
+        }
+        for s in own {
+            if sentence_debris(s).is_some()
+                || foreign_script(s, self.script, passages).is_some()
+                || self.repeats(s, sentences)?
+            {
+                return Ok(false);
+            }
+        }
+        if must_be_supported {
+            for s in own {
+                let mut ok = false;
+                for p in passages {
+                    ok |= self.support.supports(s, p)?;
+                }
+                if !ok {
+                    return Ok(false);
+                }
+            }
+        }
+        for s in own {
+            if self.framed_by_every(s, passages)? {
+                tracing::info!(
+                    "report: a finding in its own words frames its passage in the question's \
+                     words: {s}"
+                );
+                return Ok(false);
+            }
+        }
+        self.judged_by_a_passage(own, passages)
+    }
+
     /// Whether `sentence` frames each of `passages` in the question's words
     /// ([`Writer::framed`]); false with no passage.
     fn framed_by_every(&self, sentence: &str, passages: &[&str]) -> Result<bool, ResearchError> {
@@ -790,23 +809,7 @@ impl<'a> Writer<'a> {
             {
                 continue;
             }
-            let mut said = false;
-            for s in sentences {
-                let shared = content_words(s).intersection(&words).count();
-                if (shared as f64) < FACT_ABOUT * words.len() as f64 {
-                    continue;
-                }
-                for p in &fact.passages {
-                    if self.support.supports(s, p)? {
-                        said = true;
-                        break;
-                    }
-                }
-                if said {
-                    break;
-                }
-            }
-            if !said {
+            if !self.stated_by_one_of(sentences, &words, fact)? {
                 unsaid.push(part);
             }
         }
