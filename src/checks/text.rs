@@ -735,6 +735,54 @@ pub fn question_terms(question: &str) -> BTreeSet<String> {
     terms
 }
 
+/// What the question names as the thing it asks about: each two neighbouring terms of the
+/// question ([`question_terms`]) as they stand in it ("table saw", "technical interview",
+/// "family holiday", "holiday summer"), or its one term. A passage that names none of them is
+/// about something else that shares a word with the question ("A chainsaw is a portable
+/// handheld power saw", "Technical geography is the branch of geography …").
+pub fn question_phrases(question: &str) -> Vec<Vec<String>> {
+    let terms = question_terms(question);
+    let sequence: Vec<String> = word_sequence(question)
+        .into_iter()
+        .filter(|w| terms.contains(w))
+        .collect();
+    match sequence.as_slice() {
+        [] => Vec::new(),
+        [one] => vec![vec![one.clone()]],
+        _ => {
+            let mut phrases: Vec<Vec<String>> = Vec::new();
+            for pair in sequence.windows(2) {
+                if pair[0] != pair[1] && !phrases.iter().any(|p| p.as_slice() == pair) {
+                    phrases.push(pair.to_vec());
+                }
+            }
+            phrases
+        }
+    }
+}
+
+/// Whether `text` names one of `phrases` ([`question_phrases`]): the one term, or the two
+/// terms side by side in either order ("summer holidays" for "holiday this summer"), as
+/// content words, spelt alike ([`said_alike`]).
+pub fn names_a_phrase(text: &str, phrases: &[Vec<String>]) -> bool {
+    let words = word_sequence(text);
+    let alike = |a: &str, b: &String| said_alike(a, &BTreeSet::from([b.clone()]));
+    phrases.iter().any(|phrase| match phrase.as_slice() {
+        [one] => words.iter().any(|w| alike(one, w)),
+        [a, b] => words
+            .windows(2)
+            .any(|w| (alike(a, &w[0]) && alike(b, &w[1])) || (alike(b, &w[0]) && alike(a, &w[1]))),
+        _ => false,
+    })
+}
+
+/// The content words of `text` in order, normalised as [`content_words`] does.
+fn word_sequence(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter_map(|w| content_words(w).into_iter().next())
+        .collect()
+}
+
 /// The words of `sentence` that are among the question's `terms` and in none of `sources`, as
 /// the sentence spells them: how a 1.5B model frames what it read in the question's words.
 /// From Wikipedia's "Toronto", which speaks of no holidays, it wrote "Toronto is a popular
@@ -862,6 +910,31 @@ mod tests {
         assert_eq!(terms, content_words("family holiday summer"));
         let terms = question_terms("What is the relationship between ecology and statistics?");
         assert_eq!(terms, content_words("relationship ecology statistics"));
+    }
+
+    #[test]
+    fn a_passage_on_another_thing_that_shares_a_word_names_no_phrase_of_the_question() {
+        let phrases = question_phrases("Which table saw should I buy?");
+        assert_eq!(phrases.len(), 1, "{phrases:?}");
+        assert!(names_a_phrase(
+            "Table saws: jobsite, contractor and cabinet saws compared",
+            &phrases
+        ));
+        assert!(!names_a_phrase(
+            "A chainsaw is a portable handheld power saw that cuts with a set of teeth.",
+            &phrases
+        ));
+        assert!(!names_a_phrase("A table is a piece of furniture.", &phrases));
+        let holiday = question_phrases("Where should we go on a family holiday this summer?");
+        assert!(names_a_phrase("Summer holidays with a small child", &holiday));
+        assert!(!names_a_phrase(
+            "Toronto is the most populous city in Canada, with 2,794,356 people.",
+            &holiday
+        ));
+        let one = question_phrases("Which laptop should I buy?");
+        assert_eq!(one.len(), 1, "{one:?}");
+        assert_eq!(one[0].len(), 1, "{one:?}");
+        assert!(names_a_phrase("Laptops with 16 GB of memory", &one));
     }
 
     #[test]

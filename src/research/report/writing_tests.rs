@@ -519,6 +519,53 @@ fn a_finding_the_model_finds_off_the_question_is_left_out() {
     assert_eq!(report.off_question.len(), 2, "{:?}", report.off_question);
 }
 
+/// A finding on another thing that shares nothing with the question but a judge's yes (as the
+/// 1.5B judge says yes to "A chainsaw is a portable handheld power saw" for a table saw).
+const TEAK: &str = "Teak wood is oiled once a year for garden furniture.";
+
+#[test]
+fn a_finding_whose_passage_names_nothing_the_question_asks_about_is_left_out() {
+    let fixture_with_teak = |passage: &str| {
+        let mut f = fixture(&[("How is green tea brewed?", GREEN), ("What is teak?", &[TEAK])]);
+        let key = f.learnings[GREEN.len()].sources[0].clone();
+        let e = f.evidence.get_mut(&key).unwrap();
+        e.title = "Teak".into();
+        e.text = passage.to_string();
+        f
+    };
+    // The judge says yes to it. Its passage, which also speaks of tea, keeps it.
+    let llm = Script::new(judging_tea_parties);
+    let f = fixture_with_teak(&format!("{TEAK} Tea chests were once made of it."));
+    let (report, _) = write_with_finding_judge(&llm, &f, 0.19);
+    assert!(report.markdown.contains(TEAK), "{}", report.markdown);
+    // A passage that never names tea, while the others do: on another thing, left out.
+    let llm = Script::new(judging_tea_parties);
+    let mut f = fixture_with_teak(TEAK);
+    let (report, _) = write_with_finding_judge(&llm, &f, 0.19);
+    assert_clean(&report);
+    assert!(!report.markdown.contains(TEAK), "{}", report.markdown);
+    assert!(
+        report.off_question.iter().any(|o| o.contains("Teak wood")),
+        "{:?}",
+        report.off_question
+    );
+    for tea in GREEN {
+        assert!(report.markdown.contains(tea), "{}", report.markdown);
+    }
+    // A passage of a document whose other passage names tea is on it.
+    let mut same_document = fixture_with_teak(TEAK);
+    let key = same_document.learnings[GREEN.len()].sources[0].clone();
+    same_document.evidence.get_mut(&key).unwrap().title = "Notes 0".into();
+    let llm = Script::new(judging_tea_parties);
+    let (report, _) = write_with_finding_judge(&llm, &same_document, 0.19);
+    assert!(report.markdown.contains(TEAK), "{}", report.markdown);
+    // Looked up for a need of the reader, it stays: the question alone does not show why.
+    f.tree.nodes[2].origin = Origin::Need;
+    let llm = Script::new(judging_tea_parties);
+    let (report, _) = write_with_finding_judge(&llm, &f, 0.19);
+    assert!(report.markdown.contains(TEAK), "{}", report.markdown);
+}
+
 /// Findings on the question that share no word with it: far from it by the embedding.
 const KYUSU: &[&str] = &[
     "Kyusu pots hold about 300 millilitres for two cups.",
