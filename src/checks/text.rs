@@ -924,9 +924,15 @@ mod tests {
             "A chainsaw is a portable handheld power saw that cuts with a set of teeth.",
             &phrases
         ));
-        assert!(!names_a_phrase("A table is a piece of furniture.", &phrases));
+        assert!(!names_a_phrase(
+            "A table is a piece of furniture.",
+            &phrases
+        ));
         let holiday = question_phrases("Where should we go on a family holiday this summer?");
-        assert!(names_a_phrase("Summer holidays with a small child", &holiday));
+        assert!(names_a_phrase(
+            "Summer holidays with a small child",
+            &holiday
+        ));
         assert!(!names_a_phrase(
             "Toronto is the most populous city in Canada, with 2,794,356 people.",
             &holiday

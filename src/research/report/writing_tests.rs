@@ -526,7 +526,10 @@ const TEAK: &str = "Teak wood is oiled once a year for garden furniture.";
 #[test]
 fn a_finding_whose_passage_names_nothing_the_question_asks_about_is_left_out() {
     let fixture_with_teak = |passage: &str| {
-        let mut f = fixture(&[("How is green tea brewed?", GREEN), ("What is teak?", &[TEAK])]);
+        let mut f = fixture(&[
+            ("How is green tea brewed?", GREEN),
+            ("What is teak?", &[TEAK]),
+        ]);
         let key = f.learnings[GREEN.len()].sources[0].clone();
         let e = f.evidence.get_mut(&key).unwrap();
         e.title = "Teak".into();
