@@ -766,7 +766,7 @@ pub fn question_phrases(question: &str) -> Vec<Vec<String>> {
 /// content words, spelt alike ([`said_alike`]).
 pub fn names_a_phrase(text: &str, phrases: &[Vec<String>]) -> bool {
     let words = word_sequence(text);
-    let alike = |a: &str, b: &String| said_alike(a, &BTreeSet::from([b.clone()]));
+    let alike = |a: &str, b: &String| spelt_alike(a, b);
     phrases.iter().any(|phrase| match phrase.as_slice() {
         [one] => words.iter().any(|w| alike(one, w)),
         [a, b] => words
@@ -811,15 +811,16 @@ pub fn borrowed_from_the_question(
 /// Whether `word` or a word of its stem is in `said`: the same first five letters, for words
 /// that long ("analyze" is said by "Analysing").
 fn said_alike(word: &str, said: &BTreeSet<String>) -> bool {
+    said.contains(word) || said.iter().any(|s| spelt_alike(word, s))
+}
+
+/// Whether two words are one, or share their first five letters (both that long).
+fn spelt_alike(a: &str, b: &str) -> bool {
     const STEM: usize = 5;
-    if said.contains(word) {
-        return true;
-    }
-    let stem: String = word.chars().take(STEM).collect();
-    stem.chars().count() == STEM
-        && said
-            .iter()
-            .any(|s| s.chars().count() >= STEM && s.chars().take(STEM).eq(stem.chars()))
+    a == b
+        || (a.chars().count() >= STEM
+            && b.chars().count() >= STEM
+            && a.chars().take(STEM).eq(b.chars().take(STEM)))
 }
 
 /// Debris in a text that may still lack its final full stop (a finding the model left open).

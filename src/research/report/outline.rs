@@ -168,6 +168,24 @@ pub(super) fn tidy_sentence(text: &str) -> String {
     out
 }
 
+/// Leaves finding `l` out of the report as not about the question, with those merged into it,
+/// for the reason `why`.
+fn leave_out(
+    l: usize,
+    why: String,
+    merged: &mut BTreeMap<usize, Vec<usize>>,
+    unplaced: &mut Vec<(usize, String)>,
+    off_question: &mut Vec<usize>,
+    kept: &mut Vec<usize>,
+) {
+    for m in merged.remove(&l).unwrap_or_default() {
+        unplaced.push((m, why.clone()));
+    }
+    unplaced.push((l, why));
+    off_question.push(l);
+    kept.retain(|&k| k != l);
+}
+
 /// Plans the report: sections from the directions, needs, summary. Every distinct finding is
 /// placed once; those that cannot be are in [`Outline::unplaced`] with the reason.
 ///
@@ -402,12 +420,14 @@ pub(super) fn outline(
                 "the model finds it does not help answer the question (score {score:.2} < \
                  {threshold:.2}; cosine {close:.2} < {JUDGE_RESCUE_COSINE})"
             );
-            for m in merged.remove(&l).unwrap_or_default() {
-                unplaced.push((m, why.clone()));
-            }
-            unplaced.push((l, why));
-            off_question.push(l);
-            kept.retain(|&k| k != l);
+            leave_out(
+                l,
+                why,
+                &mut merged,
+                &mut unplaced,
+                &mut off_question,
+                &mut kept,
+            );
         }
     }
     // Findings from passages on another thing that shares a word with the question: the 1.5B
@@ -454,12 +474,14 @@ pub(super) fn outline(
                 "its passages name nothing the question asks about and are at most {close:.2} \
                  to it (< {UNNAMED_PASSAGE_CLOSE})"
             );
-            for m in merged.remove(&l).unwrap_or_default() {
-                unplaced.push((m, why.clone()));
-            }
-            unplaced.push((l, why));
-            off_question.push(l);
-            kept.retain(|&k| k != l);
+            leave_out(
+                l,
+                why,
+                &mut merged,
+                &mut unplaced,
+                &mut off_question,
+                &mut kept,
+            );
         }
     }
     for s in &mut sections {
