@@ -298,8 +298,8 @@ pub struct NeedScore {
     pub specifics: f32,
     /// Whether the sentence advises its reader ([`advises_reader`]).
     pub advises: bool,
-    /// `cosine × (1 + specifics) / 2`, times [`STATEMENT_FACTOR`] for a sentence that does not
-    /// advise its reader; compared with the threshold.
+    /// `cosine × (1 + specifics) / 2`, times [`STATEMENT_FACTOR`] for a report sentence that
+    /// does not advise its reader; compared with the threshold.
     pub combined: f32,
 }
 
@@ -307,13 +307,35 @@ pub struct NeedScore {
 pub struct NeedMatcher<'a> {
     cache: EmbeddingCache<'a>,
     threshold: f32,
+    text: NeedText,
+}
+
+/// What a [`NeedMatcher`] looks for a need in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NeedText {
+    /// A report sentence: it meets the need when it applies it for its reader, so a plain
+    /// statement about the world keeps only [`STATEMENT_FACTOR`] of its score.
+    Report,
+    /// A statement of a profile, about the person ("Has knee pain, wants to jog"): it tells its
+    /// reader the need, and never advises, so there is no form term.
+    Profile,
 }
 
 impl<'a> NeedMatcher<'a> {
+    /// A matcher of report sentences ([`NeedText::Report`]).
     pub fn new(embedder: &'a dyn Embedder, threshold: f32) -> Self {
         NeedMatcher {
             cache: EmbeddingCache::new(embedder),
             threshold,
+            text: NeedText::Report,
+        }
+    }
+
+    /// A matcher of profile statements ([`NeedText::Profile`]).
+    pub fn for_profiles(embedder: &'a dyn Embedder, threshold: f32) -> Self {
+        NeedMatcher {
+            text: NeedText::Profile,
+            ..NeedMatcher::new(embedder, threshold)
         }
     }
 
@@ -335,12 +357,16 @@ impl<'a> NeedMatcher<'a> {
         let cosine = cosine(&vectors[0], &vectors[1]).max(0.0);
         let specifics = specifics_share(sentence, &need.specifics);
         let advises = advises_reader(sentence);
+        let form = if advises || self.text == NeedText::Profile {
+            1.0
+        } else {
+            STATEMENT_FACTOR
+        };
         Ok(NeedScore {
             cosine,
             specifics,
             advises,
-            combined: cosine * (1.0 + specifics) / 2.0
-                * if advises { 1.0 } else { STATEMENT_FACTOR },
+            combined: cosine * (1.0 + specifics) / 2.0 * form,
         })
     }
 

@@ -37,8 +37,8 @@ use std::path::PathBuf;
 
 pub use judge::{Accounting, Alignment, Bespoke, Focus, Judge, JudgeSettings};
 pub use matchers::{
-    calibrate, read_need_pairs, support_pairs, Calibration, Need, NeedMatcher, NeedPair, Prf,
-    ScoredPair, SupportMatcher, SupportPair,
+    calibrate, profile_need_pairs, read_need_pairs, support_pairs, Calibration, Need, NeedMatcher,
+    NeedPair, Prf, ScoredPair, SupportMatcher, SupportPair,
 };
 pub use persona::{Aspect, PersonaCase};
 pub use user::{Exchange, SimulatedUser};

@@ -27,6 +27,9 @@ use rudder::embed::Embedder;
 /// The labelled support pairs, written for this crate (`data/support_pairs.jsonl`).
 const SUPPORT_PAIRS: &str = include_str!("../data/support_pairs.jsonl");
 
+/// Profile statements labelled against the planted needs (`data/profile_need_pairs.jsonl`).
+const PROFILE_NEED_PAIRS: &str = include_str!("../data/profile_need_pairs.jsonl");
+
 // ---------------------------------------------------------------------------------------------
 // Pairs and their files
 
@@ -41,6 +44,16 @@ pub struct ScoredPair {
 pub fn support_pairs() -> Vec<SupportPair> {
     parse_jsonl(SUPPORT_PAIRS, Path::new("data/support_pairs.jsonl"))
         .expect("data/support_pairs.jsonl is checked by the crate's tests")
+}
+
+/// The profile-statement need pairs shipped with the crate: ≥ 200 pairs, statements in the
+/// forms profiles take, written for the file and taken from real profiles of the planted users.
+pub fn profile_need_pairs() -> Vec<NeedPair> {
+    parse_jsonl(
+        PROFILE_NEED_PAIRS,
+        Path::new("data/profile_need_pairs.jsonl"),
+    )
+    .expect("data/profile_need_pairs.jsonl is checked by the crate's tests")
 }
 
 /// Reads need pairs from a JSON Lines file (blank lines and `//` lines are skipped).
@@ -431,6 +444,22 @@ pub fn calibrate_need(
     pairs: &[NeedPair],
 ) -> Result<Calibration, EvalError> {
     let scores = NeedMatcher::new(embedder, 0.0).score_pairs(pairs)?;
+    Ok(calibrate_for_precision(
+        &scored_pairs(
+            pairs.iter().map(|p| (p.group.as_str(), p.addresses)),
+            scores.iter().map(|s| s.combined),
+        ),
+        NEED_MIN_PRECISION,
+    ))
+}
+
+/// Scores `pairs` with a profile-statement [`NeedMatcher::for_profiles`] and calibrates its
+/// threshold for precision, as [`calibrate_need`] does for report sentences.
+pub fn calibrate_profile_need(
+    embedder: &dyn Embedder,
+    pairs: &[NeedPair],
+) -> Result<Calibration, EvalError> {
+    let scores = NeedMatcher::for_profiles(embedder, 0.0).score_pairs(pairs)?;
     Ok(calibrate_for_precision(
         &scored_pairs(
             pairs.iter().map(|p| (p.group.as_str(), p.addresses)),

@@ -10,9 +10,11 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use rudder::embed::FastEmbedder;
+use rudder_eval::matchers::calibrate_profile_need;
 use rudder_eval::matchers::{best_threshold, prf, scored_pairs, split_groups, Half};
 use rudder_eval::{
-    calibrate, read_need_pairs, support_pairs, Calibration, NeedMatcher, ScoredPair, SupportMatcher,
+    calibrate, profile_need_pairs, read_need_pairs, support_pairs, Calibration, NeedMatcher,
+    ScoredPair, SupportMatcher,
 };
 
 fn pair(group: &str, score: f32, label: bool) -> ScoredPair {
@@ -243,8 +245,66 @@ fn need_matcher_calibrates_on_fixture() {
     assert!(held_out.recall >= NEED_FLOOR.1, "{held_out:?}");
 }
 
+/// Profile statements against needs: the shipped pairs are well formed, the matcher for
+/// profiles calibrates to the precision the evaluation asks of it on held-out needs, and a
+/// profile statement that states a need is not discounted as a report sentence that does not
+/// advise would be.
+#[test]
+fn profile_need_matcher_calibrates_on_shipped_pairs() {
+    let pairs = profile_need_pairs();
+    assert!(pairs.len() >= 200, "{} pairs", pairs.len());
+    let groups: BTreeSet<&str> = pairs.iter().map(|p| p.group.as_str()).collect();
+    assert!(groups.len() >= 60, "{} needs", groups.len());
+    let positives = pairs.iter().filter(|p| p.addresses).count();
+    assert!(positives >= 100 && pairs.len() - positives >= 100);
+    for p in &pairs {
+        assert!(!p.sentence.trim().is_empty() && !p.statement.trim().is_empty());
+        assert!(!p.specifics.is_empty(), "{}: no specifics", p.group);
+    }
+
+    let embedder = embedder();
+    let calibration = calibrate_profile_need(&embedder, &pairs).unwrap();
+    println!(
+        "profile need: {}",
+        serde_json::to_string(&calibration).unwrap()
+    );
+    let scored = scored_pairs(
+        pairs.iter().map(|p| (p.group.as_str(), p.addresses)),
+        NeedMatcher::for_profiles(&embedder, 0.0)
+            .score_pairs(&pairs)
+            .unwrap()
+            .iter()
+            .map(|s| s.combined),
+    );
+    check_split_and_threshold(&scored, &calibration);
+    let held_out = calibration.held_out;
+    assert!(held_out.precision >= PROFILE_NEED_FLOOR.0, "{held_out:?}");
+    assert!(held_out.recall >= PROFILE_NEED_FLOOR.1, "{held_out:?}");
+
+    // The same statement scores twice as high as a profile statement as it does as a report
+    // sentence: it does not advise, and a profile is not expected to.
+    let knee = rudder_eval::Need {
+        statement: "She is recovering from patellofemoral knee pain and needs well-cushioned \
+                    shoes that soften impact."
+            .into(),
+        specifics: vec!["knee".into(), "cushion".into(), "cushioned".into()],
+    };
+    let statement = "Has knee pain, wants to jog";
+    let as_profile = NeedMatcher::for_profiles(&embedder, 0.0)
+        .score(statement, &knee)
+        .unwrap();
+    let as_report = NeedMatcher::new(&embedder, 0.0)
+        .score(statement, &knee)
+        .unwrap();
+    assert!(
+        (as_profile - 2.0 * as_report).abs() < 1e-5,
+        "{as_profile} {as_report}"
+    );
+}
+
 /// Held-out (precision, recall) floors, set below the measured figures: support 0.74 / 0.73
 /// (cosine alone: F1 0.69 against 0.74 combined), need 0.70 / 0.93 (cosine alone: F1 0.73
-/// against 0.80).
+/// against 0.80), profile need 0.81 / 0.90 (1,092 pairs, threshold 0.262).
 const SUPPORT_FLOOR: (f32, f32) = (0.6, 0.6);
 const NEED_FLOOR: (f32, f32) = (0.55, 0.75);
+const PROFILE_NEED_FLOOR: (f32, f32) = (0.7, 0.75);

@@ -224,11 +224,15 @@ impl Cost {
     }
 }
 
-/// The two matchers' calibrations.
+/// The matchers' calibrations.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Calibrations {
+    /// Report sentences against needs.
     pub need: Calibration,
     pub support: Calibration,
+    /// Profile statements against needs (absent from records written before it existed).
+    #[serde(default)]
+    pub profile_need: Option<Calibration>,
 }
 
 /// One question's profile.
@@ -527,8 +531,20 @@ pub fn run_quality(
     let calibration = Calibrations {
         need: matchers::calibrate_need(ctx.embedder, &need_pairs(set))?,
         support: matchers::calibrate_support(ctx.embedder, &matchers::support_pairs())?,
+        profile_need: Some(matchers::calibrate_profile_need(
+            ctx.embedder,
+            &matchers::profile_need_pairs(),
+        )?),
     };
     let needs = NeedMatcher::new(ctx.embedder, calibration.need.threshold);
+    // A profile statement says what the person needs; it is matched as one, not as advice.
+    let profile_needs = NeedMatcher::for_profiles(
+        ctx.embedder,
+        calibration
+            .profile_need
+            .as_ref()
+            .map_or(calibration.need.threshold, |c| c.threshold),
+    );
     let support = SupportMatcher::new(ctx.embedder, calibration.support.threshold);
     if options.guides {
         ctx.progress.note("indexing the guides");
@@ -630,7 +646,15 @@ pub fn run_quality(
         let mut profiles: HashMap<String, Brief> = HashMap::new();
         for question in &questions {
             ctx.progress.note(&format!("profile {}", question.id));
-            match profile_question(ctx, &needs, &mut history, &ids, user, question, options) {
+            match profile_question(
+                ctx,
+                &profile_needs,
+                &mut history,
+                &ids,
+                user,
+                question,
+                options,
+            ) {
                 Ok((record, profiled)) => {
                     ctx.progress.note(&format!(
                         "profile {}: need recall {:.2}, citation precision {}",
@@ -725,7 +749,16 @@ pub fn run_quality(
         let main_dir = history_dirs.get(&user.id).map(PathBuf::as_path);
         let report = !report_sample.is_empty();
         match foreign_run(
-            ctx, options, &needs, &support, index, user, asked, main_dir, report,
+            ctx,
+            options,
+            &needs,
+            &profile_needs,
+            &support,
+            index,
+            user,
+            asked,
+            main_dir,
+            report,
         ) {
             Ok((profile, record)) => {
                 ctx.progress.note(&format!(
@@ -905,7 +938,8 @@ fn profile_options(options: &QualityOptions) -> rudder::profile::ProfileOptions 
     }
 }
 
-/// Builds the query-aware profile Rudder's own path builds, and scores it.
+/// Builds the query-aware profile Rudder's own path builds, and scores it (`needs`: the
+/// profile-statement matcher).
 fn profile_question(
     ctx: &QualityContext,
     needs: &NeedMatcher,
@@ -1162,6 +1196,7 @@ fn foreign_run(
     ctx: &QualityContext,
     options: &QualityOptions,
     needs: &NeedMatcher,
+    profile_needs: &NeedMatcher,
     support: &SupportMatcher,
     index: usize,
     user: &PlantedUser,
@@ -1198,8 +1233,15 @@ fn foreign_run(
             .collect(),
         distractors: Vec::new(),
     };
-    let (profile, profiled) =
-        profile_question(ctx, needs, &mut history, &ids, user, &question, options)?;
+    let (profile, profiled) = profile_question(
+        ctx,
+        profile_needs,
+        &mut history,
+        &ids,
+        user,
+        &question,
+        options,
+    )?;
     if !report {
         return Ok((profile, None));
     }

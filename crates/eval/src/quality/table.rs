@@ -45,6 +45,9 @@ pub fn markdown(r: &QualityRecords) -> String {
     out.push_str("| matcher | threshold | held-out precision | held-out recall | held-out F1 | held-out pairs | calibration pairs |\n|---|---|---|---|---|---|---|\n");
     calibration_row(&mut out, "addresses the need", &r.calibration.need);
     calibration_row(&mut out, "supported by the passage", &r.calibration.support);
+    if let Some(c) = &r.calibration.profile_need {
+        calibration_row(&mut out, "a profile statement states the need", c);
+    }
 
     out.push_str("\n## Retrieval of the planting sessions\n\n");
     if let Some(ret) = &r.retrieval {
