@@ -388,18 +388,16 @@ pub fn research(
     // and all four learnings were about geographers. The passages left unread are quoted, the
     // sentence closest to the question of each (all of them when every learning was refused).
     // They come on top of the model's own, which fill the node's places with that one passage.
+    // So do a few sentences of the passages it drew on that its learnings do not say.
     kept.truncate(MAX_LEARNINGS);
-    let drawn_on: BTreeSet<usize> = kept
-        .iter()
-        .flat_map(|(_, idx)| idx.iter().copied())
-        .collect();
     let quoted = quoted_learnings(
         embedder,
+        &matcher,
         ctx.question,
         evidence,
         &shown,
         ctx.known,
-        &drawn_on,
+        &kept,
     )?;
     if !kept.is_empty() && !quoted.is_empty() {
         tracing::debug!(
@@ -638,31 +636,53 @@ impl Checks<'_> {
 
 /// Most sentences a node quotes from the passages its learnings left unread.
 const MAX_QUOTED: usize = 2;
+/// Most sentences a node quotes from the passages its learnings drew on, of what those
+/// learnings did not say. A 1.5B model that reads a guide's list of five measures writes one
+/// learning from it (the bakery's time-of-use tariff, not its timer, door seals or LED
+/// lighting): the rest of the passage is what the report then lacks.
+const MAX_QUOTED_FROM_DRAWN: usize = 2;
 /// How close to the node's question a quoted sentence must be.
 const QUOTE_RELATED: f32 = 0.3;
 
-/// What the passages no learning drew on (`drawn_on`) say: the sentences closest to the
-/// node's question, quoted from at most [`MAX_QUOTED`] different passages. Every passage when the
-/// model's learnings were all refused (a very small model's usual case). A quote is supported
-/// by its passage by construction; it must still read as a finding, be on the question and
-/// say something the research does not know yet.
+/// What the passages say that the node's learnings (`kept`) do not: first the sentences
+/// closest to the node's question of the passages no learning drew on, at most one from each
+/// of [`MAX_QUOTED`] passages (every passage when the model's learnings were all refused, a
+/// very small model's usual case); then at most [`MAX_QUOTED_FROM_DRAWN`] sentences of the
+/// passages they drew on that none of them states. A quote is supported by its passage by
+/// construction; it must still read as a finding, be on the question and say something the
+/// research (this node included) does not know yet.
 fn quoted_learnings(
     embedder: &dyn Embedder,
+    matcher: &SupportMatcher<'_>,
     question: &str,
     evidence: &[Evidence],
     shown: &[String],
     known: Known<'_>,
-    drawn_on: &BTreeSet<usize>,
+    kept: &[(String, Vec<usize>)],
 ) -> Result<Vec<(String, Vec<usize>)>, ResearchError> {
+    let drawn_on: BTreeSet<usize> = kept
+        .iter()
+        .flat_map(|(_, idx)| idx.iter().copied())
+        .collect();
     let mut candidates: Vec<(usize, String)> = Vec::new();
     for (i, passage) in shown.iter().enumerate() {
         // History passages are an earlier conversation, not a source to quote as fact.
-        if drawn_on.contains(&i) || matches!(evidence[i].target, CitationTarget::History { .. }) {
+        if matches!(evidence[i].target, CitationTarget::History { .. }) {
             continue;
         }
-        for sentence in checks::text::split_sentences(passage) {
-            if finding_form(&sentence).is_none()
+        // A list's items run together when the passage is shown on one line ("… energy. -
+        // Switching off …"): each is a sentence of its own.
+        let lines = passage.replace(". - ", ".\n- ").replace(". * ", ".\n* ");
+        for sentence in checks::text::split_sentences(&lines) {
+            let sentence = strip_list_marker(&sentence).to_string();
+            // A heading, or the passage's last sentence cut at its length ("…"), is no quote.
+            let ended = sentence
+                .trim_end_matches(['"', '\'', ')', '”', '’'])
+                .ends_with(['.', '!']);
+            if ended
+                && finding_form(&sentence).is_none()
                 && checks::text::sentence_debris(&sentence).is_none()
+                && !checks::text::leans_on_context(&sentence)
             {
                 candidates.push((i, sentence));
             }
@@ -673,21 +693,56 @@ fn quoted_learnings(
     }
     let mut texts: Vec<&str> = vec![question];
     texts.extend(candidates.iter().map(|(_, s)| s.as_str()));
+    texts.extend(kept.iter().map(|(t, _)| t.as_str()));
     let vectors = embedder.embed(&texts)?;
-    let mut scored: Vec<(f32, usize)> = (1..vectors.len())
-        .map(|k| (crate::embed::cosine(&vectors[0], &vectors[k]), k - 1))
+    let (candidate_vectors, kept_vectors) = vectors[1..].split_at(candidates.len());
+    let mut scored: Vec<(f32, usize)> = candidate_vectors
+        .iter()
+        .enumerate()
+        .map(|(k, v)| (crate::embed::cosine(&vectors[0], v), k))
         .filter(|(c, _)| *c >= QUOTE_RELATED)
-        .filter(|(_, k)| known.restated_by(&vectors[k + 1]).is_none())
+        .filter(|(_, k)| known.restated_by(&candidate_vectors[*k]).is_none())
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
     let mut out: Vec<(String, Vec<usize>)> = Vec::new();
-    for (_, k) in scored {
+    for &(_, k) in &scored {
         let (passage, sentence) = &candidates[k];
-        if out.iter().all(|(_, idx)| idx[0] != *passage) {
+        if !drawn_on.contains(passage) && out.iter().all(|(_, idx)| idx[0] != *passage) {
             out.push((sentence.clone(), vec![*passage]));
         }
         if out.len() == MAX_QUOTED {
             break;
+        }
+    }
+    // A sentence of a passage drawn on is said when a learning restates it (the writer would
+    // merge the two) or is supported by it alone.
+    let mut from_drawn: Vec<usize> = Vec::new();
+    for &(_, k) in &scored {
+        if from_drawn.len() == MAX_QUOTED_FROM_DRAWN {
+            break;
+        }
+        let (passage, sentence) = &candidates[k];
+        if !drawn_on.contains(passage) {
+            continue;
+        }
+        let vector = &candidate_vectors[k];
+        let close =
+            |v: &Vec<f32>| crate::embed::cosine(vector, v) >= super::report::DUPLICATE_COSINE;
+        if kept_vectors.iter().any(close)
+            || from_drawn.iter().any(|&q| close(&candidate_vectors[q]))
+        {
+            continue;
+        }
+        let mut said = false;
+        for (learning, _) in kept {
+            if matcher.supports(learning, sentence)? {
+                said = true;
+                break;
+            }
+        }
+        if !said {
+            from_drawn.push(k);
+            out.push((sentence.clone(), vec![*passage]));
         }
     }
     Ok(out)
@@ -1206,6 +1261,30 @@ mod tests {
             vec![(GREEN.to_string(), vec![0]), (BLACK.to_string(), vec![2])]
         );
         assert_eq!(llm.requests().len(), 1, "nothing refused, no retry");
+    }
+
+    #[test]
+    fn what_a_passage_drawn_on_says_beside_its_learning_is_quoted_up_to_the_cap() {
+        const OOLONG: &str = "Oolong tea is brewed at 90 degrees for three minutes.";
+        const WHITE: &str = "White tea is brewed at 80 degrees for five minutes.";
+        // One learning from a passage of four facts, as a 1.5B model reads a list.
+        let llm = queue(vec![json!({"learnings": [
+            {"insight": GREEN, "sources": [1]},
+        ], "tags": ["brewing"]})]);
+        let guide = format!("- {GREEN}\n- {BLACK}\n- {OOLONG}\n- {WHITE}");
+        let ev = [evidence(doc(0), "Brewing tea", &guide)];
+        let f = run_on(&llm, "How many minutes is tea brewed?", &ev);
+        let texts: Vec<&str> = f.learnings.iter().map(|(t, _)| t.as_str()).collect();
+        // The learning, then two of the three facts it left, without their list markers, each
+        // cited to the passage; the learning's own fact is not quoted again.
+        assert_eq!(texts.len(), 1 + MAX_QUOTED_FROM_DRAWN, "{texts:?}");
+        assert_eq!(texts[0], GREEN);
+        for (text, idx) in &f.learnings[1..] {
+            assert!([BLACK, OOLONG, WHITE].contains(&text.as_str()), "{text}");
+            assert_eq!(idx, &vec![0]);
+        }
+        assert_ne!(texts[1], texts[2]);
+        assert_eq!(llm.requests().len(), 1);
     }
 
     #[test]
