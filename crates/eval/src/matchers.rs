@@ -443,14 +443,7 @@ pub fn calibrate_need(
     embedder: &dyn Embedder,
     pairs: &[NeedPair],
 ) -> Result<Calibration, EvalError> {
-    let scores = NeedMatcher::new(embedder, 0.0).score_pairs(pairs)?;
-    Ok(calibrate_for_precision(
-        &scored_pairs(
-            pairs.iter().map(|p| (p.group.as_str(), p.addresses)),
-            scores.iter().map(|s| s.combined),
-        ),
-        NEED_MIN_PRECISION,
-    ))
+    calibrate_need_matcher(&NeedMatcher::new(embedder, 0.0), pairs)
 }
 
 /// Scores `pairs` with a profile-statement [`NeedMatcher::for_profiles`] and calibrates its
@@ -459,7 +452,14 @@ pub fn calibrate_profile_need(
     embedder: &dyn Embedder,
     pairs: &[NeedPair],
 ) -> Result<Calibration, EvalError> {
-    let scores = NeedMatcher::for_profiles(embedder, 0.0).score_pairs(pairs)?;
+    calibrate_need_matcher(&NeedMatcher::for_profiles(embedder, 0.0), pairs)
+}
+
+fn calibrate_need_matcher(
+    matcher: &NeedMatcher<'_>,
+    pairs: &[NeedPair],
+) -> Result<Calibration, EvalError> {
+    let scores = matcher.score_pairs(pairs)?;
     Ok(calibrate_for_precision(
         &scored_pairs(
             pairs.iter().map(|p| (p.group.as_str(), p.addresses)),
