@@ -528,23 +528,16 @@ pub fn run_quality(
 
     ctx.progress
         .note("calibrating the need and support matchers");
+    let profile_need =
+        matchers::calibrate_profile_need(ctx.embedder, &matchers::profile_need_pairs())?;
+    // A profile statement says what the person needs; it is matched as one, not as advice.
+    let profile_needs = NeedMatcher::for_profiles(ctx.embedder, profile_need.threshold);
     let calibration = Calibrations {
         need: matchers::calibrate_need(ctx.embedder, &need_pairs(set))?,
         support: matchers::calibrate_support(ctx.embedder, &matchers::support_pairs())?,
-        profile_need: Some(matchers::calibrate_profile_need(
-            ctx.embedder,
-            &matchers::profile_need_pairs(),
-        )?),
+        profile_need: Some(profile_need),
     };
     let needs = NeedMatcher::new(ctx.embedder, calibration.need.threshold);
-    // A profile statement says what the person needs; it is matched as one, not as advice.
-    let profile_needs = NeedMatcher::for_profiles(
-        ctx.embedder,
-        calibration
-            .profile_need
-            .as_ref()
-            .map_or(calibration.need.threshold, |c| c.threshold),
-    );
     let support = SupportMatcher::new(ctx.embedder, calibration.support.threshold);
     if options.guides {
         ctx.progress.note("indexing the guides");
