@@ -46,6 +46,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../prompts/profile_relevance_said.md"),
     ),
     (
+        "profile_question_spends",
+        include_str!("../prompts/profile_question_spends.md"),
+    ),
+    (
         "report_support",
         include_str!("../prompts/report_support.md"),
     ),

@@ -753,3 +753,58 @@ fn situation_probes_bring_the_sessions_that_say_what_the_user_needs() {
         "none of the sessions of her tone need {tone:?} among the style probes' {style:?}"
     );
 }
+
+/// Money named for one thing stays with the question about that thing and leaves another,
+/// decided by the real embedder with no model call; money for anything asks the real model
+/// once whether the question buys something (one forward pass, no generation).
+#[test]
+fn money_for_another_purpose_is_left_out_with_the_real_models() {
+    use rudder::profile::extract::{Phrase, PhraseKind};
+    use rudder::profile::money_fit::keep_money_for_the_question;
+    let llm = common::small_model();
+    let embedder = FastEmbedder::from_store(&common::store(), common::EMBED_MODEL, 1).unwrap();
+    let phrase = |text: &str| Phrase {
+        session: 1,
+        rank: 0,
+        text: text.to_string(),
+        kind: PhraseKind::Constraint,
+        relevance: 2,
+        probability: Some(0.6),
+    };
+    let named = [
+        "I can spend 200 euros on my ears this year.",
+        "After paying the flour supplier I have roughly 2000 euros spare at most for improvements this year.",
+        "Has knee pain",
+    ];
+    let run = |query: &str, texts: &[&str]| {
+        let mut phrases: Vec<Phrase> = texts.iter().map(|t| phrase(t)).collect();
+        let usage =
+            keep_money_for_the_question(&llm, Some(&embedder), query, &mut phrases).unwrap();
+        (
+            phrases.into_iter().map(|p| p.text).collect::<Vec<_>>(),
+            usage,
+        )
+    };
+    let (kept, usage) = run("What earplugs should I use for band rehearsals?", &named);
+    assert_eq!(kept, [named[0], named[2]]);
+    assert_eq!(usage.calls, 0);
+    let (kept, _) = run("How can I reduce energy costs at my bakery?", &named);
+    assert_eq!(kept, [named[1], named[2]]);
+    let (kept, _) = run(
+        "Where should we go on a family holiday this summer?",
+        &named,
+    );
+    assert_eq!(kept, [named[2]]);
+    let (kept, usage) = run("Which laptop should I buy?", &["My budget is 600 pounds."]);
+    assert_eq!(usage.calls, 1);
+    assert_eq!(usage.generated_tokens, 0, "no generation: {usage:?}");
+    // Kept exactly when the model's P(yes) that the question buys something reaches the bar.
+    let (p, _) =
+        rudder::profile::money_fit::question_spends(&llm, "Which laptop should I buy?").unwrap();
+    assert!((0.0..=1.0).contains(&p), "{p}");
+    assert_eq!(
+        kept.len() == 1,
+        p >= rudder::profile::money_fit::SPENDING_QUESTION_THRESHOLD,
+        "P(yes) {p}"
+    );
+}

@@ -186,6 +186,87 @@ pub fn budget(text: &str) -> Option<Budget> {
     })
 }
 
+/// What the money a sentence about the reader states is for, when it names a particular thing
+/// ("120 dollars for sports gear this month" → "sports gear", "200 euros on my ears this year"
+/// → "ears", "2000 euros spare at most for improvements" → "improvements"). Read after the
+/// amount: the words after the first "for", "on", "towards" or "wants" that name more than a
+/// time ("for this year"), up to the end of the clause. None when the sentence states no
+/// amount, names no purpose, or one any purchase fits ("on something for myself"): such money
+/// is for whatever the reader asks about.
+pub fn purpose(text: &str) -> Option<String> {
+    let found = stated(text);
+    let first = found.first()?;
+    let lower = text.to_lowercase();
+    let at = lower.find(&first.text.to_lowercase())? + first.text.len();
+    let words: Vec<&str> = lower[at..].split_whitespace().collect();
+    let mut i = 0;
+    while i < words.len() {
+        let word = words[i].trim_matches(|c: char| !c.is_alphanumeric());
+        if PURPOSE_MARKERS.contains(&word) {
+            let mut named = Vec::new();
+            for raw in &words[i + 1..] {
+                let w = raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'');
+                if w.is_empty() || PURPOSE_ENDS.contains(&w) || named.len() == 5 {
+                    break;
+                }
+                if !PURPOSE_FILLERS.contains(&w) {
+                    named.push(w);
+                }
+                if raw.ends_with([',', '.', ';', ':', '!', '?', ')']) {
+                    break;
+                }
+            }
+            let names_a_time = named.iter().all(|w| PURPOSE_TIMES.contains(w));
+            if !named.is_empty() && !names_a_time {
+                return (!named.iter().all(|w| PURPOSE_ANY.contains(w))).then(|| named.join(" "));
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Words after an amount that introduce what it is for.
+const PURPOSE_MARKERS: &[&str] = &["for", "on", "towards", "toward", "wants", "want"];
+
+/// Words that end a purpose: a new clause or a time.
+const PURPOSE_ENDS: &[&str] = &[
+    "and", "but", "or", "so", "that", "which", "because", "if", "this", "next", "per", "each",
+    "every", "until", "by", "before", "after", "since", "in", "at", "from", "is", "was", "to",
+];
+
+/// Words of a purpose that name nothing ("my", "the").
+const PURPOSE_FILLERS: &[&str] = &[
+    "a", "an", "the", "my", "our", "his", "her", "their", "some", "new", "any",
+];
+
+/// Purposes that are a time, not a thing ("for the year", "for now").
+const PURPOSE_TIMES: &[&str] = &[
+    "now", "year", "years", "month", "months", "week", "weeks", "summer", "winter", "spring",
+    "autumn", "today", "while", "rest", "now", "day", "days",
+];
+
+/// Purposes any purchase fits ("something for myself", "anything", "me").
+const PURPOSE_ANY: &[&str] = &[
+    "something",
+    "anything",
+    "everything",
+    "whatever",
+    "myself",
+    "me",
+    "us",
+    "ourselves",
+    "for",
+    "things",
+    "stuff",
+    "extras",
+    "treat",
+    "treats",
+    "fun",
+    "it",
+    "that",
+];
+
 /// Whether `text` speaks of what the reader can spend without saying how much ("you have a
 /// budget", "wants to spend less").
 pub fn speaks_of_money(text: &str) -> bool {
@@ -378,6 +459,51 @@ mod tests {
             .into_iter()
             .map(|p| (p.low, p.high, p.currency))
             .collect()
+    }
+
+    #[test]
+    fn the_purpose_of_a_budget_is_the_thing_it_names_after_the_amount() {
+        assert_eq!(
+            purpose(
+                "I set aside 120 dollars for sports gear this month and that is my hard ceiling."
+            )
+            .as_deref(),
+            Some("sports gear")
+        );
+        assert_eq!(
+            purpose("I can spend 200 euros on my ears this year.").as_deref(),
+            Some("ears")
+        );
+        assert_eq!(
+            purpose("After paying the flour supplier I have roughly 2000 euros spare at most for improvements this year.")
+                .as_deref(),
+            Some("improvements")
+        );
+        assert_eq!(
+            purpose("Has a hard ceiling of 120 dollars for sports gear").as_deref(),
+            Some("sports gear")
+        );
+        assert_eq!(
+            purpose("Has 200 euros, wants custom molds").as_deref(),
+            Some("custom molds")
+        );
+        // Money any purchase fits, a time, or no purpose at all.
+        assert_eq!(
+            purpose("I have about 600 pounds left from this year's pension lump sum that I can spend on something for myself."),
+            None
+        );
+        assert_eq!(purpose("I have 500 dollars for the year."), None);
+        assert_eq!(purpose("My budget is 300 euros."), None);
+        // A want that is not a thing to buy.
+        assert_eq!(
+            purpose("Has limited budget (120 dollars), wants to track spending"),
+            None
+        );
+        assert_eq!(
+            purpose("I have 900 dollars and want to spend it on a laptop.").as_deref(),
+            Some("laptop")
+        );
+        assert_eq!(purpose("I like sports gear."), None);
     }
 
     #[test]

@@ -466,6 +466,23 @@ pub fn heading_debris(heading: &str) -> Option<String> {
     if CANNOT_END.contains(&last.as_str()) || h.ends_with([',', ';', '-', '–']) {
         return Some(format!("cut off (ends with {last:?})"));
     }
+    // A word cut to its first letters ("… and Behavioral St"): one or two letters, not an
+    // acronym ("AI", "UK") and not a short word a heading can end on ("Set Up").
+    let last_word = h
+        .trim_end_matches(|c: char| !c.is_alphanumeric())
+        .rsplit(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or("");
+    const SHORT_ENDS: &[&str] = &["up", "go", "me", "us", "it", "ok", "do", "be"];
+    let letters = last_word.chars().count();
+    if (1..=2).contains(&letters)
+        && last_word.chars().all(char::is_alphabetic)
+        && !last_word.chars().all(char::is_uppercase)
+        && !SHORT_ENDS.contains(&last.as_str())
+        && h.split_whitespace().count() > 1
+    {
+        return Some(format!("cut off (ends with the fragment {last_word:?})"));
+    }
     None
 }
 
@@ -1089,6 +1106,11 @@ mod tests {
         assert!(heading_debris("How printing changed the").is_some());
         assert!(heading_debris("Religion and reform").is_none());
         assert!(heading_debris("Costs (1450–1500)").is_none());
+        // A word cut to its first letters, beside acronyms and short words a heading ends on.
+        assert!(heading_debris("Coding Practice and Behavioral St").is_some());
+        assert!(heading_debris("Vitamin D").is_none());
+        assert!(heading_debris("Laptops for AI").is_none());
+        assert!(heading_debris("Setting Up").is_none());
     }
 
     #[test]

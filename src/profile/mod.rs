@@ -12,6 +12,7 @@ pub mod expand;
 pub mod extract;
 pub mod general;
 pub mod memory;
+pub mod money_fit;
 pub mod query_profile;
 pub mod relevance;
 pub mod retrieve;
@@ -384,12 +385,16 @@ fn inferred_query_profile(
     usage += judged;
     judged += from_memory.usage;
     // Memory first: what the whole history says, then what the unread entries add.
-    let phrases: Vec<Phrase> = from_memory
+    let mut phrases: Vec<Phrase> = from_memory
         .phrases
         .iter()
         .chain(&extracted.phrases)
         .cloned()
         .collect();
+    // A budget is kept only for the question its money is for, whichever path found it.
+    let money_checked = money_fit::keep_money_for_the_question(llm, vectors, query, &mut phrases)?;
+    usage += money_checked;
+    judged += money_checked;
     let mut profile = query_profile::assemble(query, &phrases, vectors)?;
     profile.considered = query_profile::considered(&extracted.considered, &profile);
     let generation_seconds = extracted.seconds + generation_started.elapsed().as_secs_f64();

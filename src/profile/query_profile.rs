@@ -347,7 +347,88 @@ pub fn is_answer_style(text: &str) -> bool {
         .split(|c: char| !(c.is_alphanumeric() || c == '-'))
         .filter(|w| !w.is_empty())
         .collect();
-    words.iter().any(|w| CUES.contains(w)) && !words.iter().any(|w| WRITTEN_FOR_OTHERS.contains(w))
+    words.iter().any(|w| CUES.contains(w))
+        && !words.iter().any(|w| WRITTEN_FOR_OTHERS.contains(w))
+        && !scoped_to_a_topic(&words, CUES)
+}
+
+/// Whether a request about answers names the one topic it was for ("a detailed plan to handle
+/// Philidor position with rook endgames", "a detailed guide on cargo workspace setup"): after
+/// its first cue, a noun such as "plan" or "guide" and a preposition followed by two or more words that are neither cues nor about
+/// using the answer ("to be copied into notes app", "for clarity"). Such a request held for that
+/// chat, not for every question, and its "detailed" would cancel the reader's "short".
+fn scoped_to_a_topic(words: &[&str], cues: &[&str]) -> bool {
+    const STYLE_NOUNS: &[&str] = &[
+        "plan",
+        "plans",
+        "guide",
+        "guides",
+        "overview",
+        "explanation",
+        "list",
+        "lists",
+        "points",
+        "breakdown",
+        "summary",
+        "walkthrough",
+    ];
+    const SCOPING: &[&str] = &["on", "about", "of", "to", "for", "with", "regarding"];
+    const NEUTRAL: &[&str] = &[
+        "a",
+        "an",
+        "the",
+        "be",
+        "each",
+        "every",
+        "me",
+        "my",
+        "it",
+        "them",
+        "into",
+        "in",
+        "and",
+        "clarity",
+        "notes",
+        "note",
+        "app",
+        "copied",
+        "copy",
+        "paste",
+        "pasted",
+        "phone",
+        "print",
+        "printing",
+        "reading",
+        "read",
+        "later",
+        "reference",
+        "easy",
+        "follow",
+        "understand",
+        "everything",
+        "now",
+        "from",
+        "can",
+        "she",
+        "he",
+        "i",
+    ];
+    let Some(first_cue) = words.iter().position(|w| cues.contains(w)) else {
+        return false;
+    };
+    let mut i = first_cue + 1;
+    while i < words.len() && (cues.contains(&words[i]) || STYLE_NOUNS.contains(&words[i])) {
+        i += 1;
+    }
+    // "a detailed plan to …", not "short answers with the numbers up front".
+    if i >= words.len() || !SCOPING.contains(&words[i]) || !STYLE_NOUNS.contains(&words[i - 1]) {
+        return false;
+    }
+    words[i + 1..]
+        .iter()
+        .filter(|w| !NEUTRAL.contains(w) && !cues.contains(w) && !SCOPING.contains(w))
+        .count()
+        >= 2
 }
 
 /// A constraint or preference said as a refusal ("dislikes crowds", "no subscription") is
@@ -540,6 +621,8 @@ mod tests {
             "Prefers plain words, no jargon",
             "Wants references she can cite",
             "Wants to number each step for clarity",
+            "Wants checklists to be copied into notes app",
+            "Has experience with film photography, wants a shorter guide",
         ] {
             assert!(is_answer_style(yes), "{yes}");
         }
@@ -548,6 +631,9 @@ mod tests {
             "Wants a formal response, is looking for a more formal way to decline a meeting invite",
             "Has a dull chef knife",
             "Has a two-year-old, wants to keep them busy on a plane",
+            // A request for the one chat it was made in, not for every answer.
+            "Wants a detailed plan to handle Philidor position with rook endgames",
+            "Wants a detailed guide on cargo workspace setup",
         ] {
             assert!(!is_answer_style(no), "{no}");
         }
