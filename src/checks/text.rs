@@ -662,12 +662,13 @@ const SOURCE_DESCRIPTIONS: &[&str] = &[
 ];
 
 /// Whether a finding needs a sentence before it to be understood: it opens on a pronoun or a
-/// demonstrative ("This technological advance …", "It …") or points at a time it does not name
-/// ("… later that century").
+/// demonstrative ("This technological advance …", "It …"), points at a time it does not name
+/// ("… later that century"), or is one more of something said before ("Bosch REAXX is another
+/// example of a flesh-sensing saw").
 pub fn leans_on_context(text: &str) -> bool {
     const OPENERS: &[&str] = &[
         "this", "these", "that", "those", "it", "its", "they", "their", "he", "she", "his", "her",
-        "such",
+        "such", "another",
     ];
     const POINTERS: &[&str] = &[
         "that century",
@@ -676,6 +677,9 @@ pub fn leans_on_context(text: &str) -> bool {
         "that time",
         "the same year",
         "the same time",
+        "is another",
+        "was another",
+        "another example",
     ];
     let lower = text.trim().to_lowercase();
     let first = lower
@@ -974,6 +978,13 @@ mod tests {
             "Johannes Gutenberg invented the printing press around 1440."
         ));
         assert!(!leans_on_context("Thistles grow in Scotland."));
+        assert!(leans_on_context(
+            "Bosch REAXX is another example of a flesh-sensing jobsite saw."
+        ));
+        assert!(leans_on_context("Another option is a mobile base."));
+        assert!(!leans_on_context(
+            "A mobile base lets a saw be moved from one place to another."
+        ));
         assert!(!leans_on_context(""));
     }
 
