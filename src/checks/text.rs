@@ -689,6 +689,21 @@ pub fn leans_on_context(text: &str) -> bool {
     OPENERS.contains(&first) || POINTERS.iter().any(|p| lower.contains(p))
 }
 
+/// Whether a sentence is one item of a numbered plan ("Week 2: trees, graphs …", "Step 3: …"):
+/// a label word, a number and a colon. It reads well in the plan's paragraph, after the items
+/// before it, and not as the opening answer of a report.
+pub fn numbered_plan_item(text: &str) -> bool {
+    let mut words = text.split_whitespace();
+    let (Some(label), Some(number)) = (words.next(), words.next()) else {
+        return false;
+    };
+    label.chars().all(char::is_alphabetic)
+        && label.chars().next().is_some_and(char::is_uppercase)
+        && number
+            .strip_suffix(':')
+            .is_some_and(|n| (1..=2).contains(&n.len()) && n.chars().all(|c| c.is_ascii_digit()))
+}
+
 /// Why a sentence gives advice to someone the passages never name, if it does: "The reviewer
 /// should use a generalized linear mixed model …" where the guide says "A generalized linear
 /// mixed model adds a random effect …". A 1.5B model turns a fact into advice for a person it
@@ -982,6 +997,12 @@ mod tests {
             "Bosch REAXX is another example of a flesh-sensing jobsite saw."
         ));
         assert!(leans_on_context("Another option is a mobile base."));
+        assert!(numbered_plan_item(
+            "Week 2: trees, graphs, binary search and heaps."
+        ));
+        assert!(numbered_plan_item("Step 3: sand with 220 grit."));
+        assert!(!numbered_plan_item("Week two is for trees and graphs."));
+        assert!(!numbered_plan_item("In 2019: prices rose."));
         assert!(!leans_on_context(
             "A mobile base lets a saw be moved from one place to another."
         ));

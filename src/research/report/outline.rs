@@ -16,7 +16,7 @@ use super::ReportInput;
 use crate::checks::money::{self, Budget, Fit};
 use crate::checks::text::{
     content_words, dominant_script, foreign_script, jaccard, leans_on_context, names_a_phrase,
-    question_phrases, sentence_debris, NEAR_DUPLICATE_JACCARD,
+    numbered_plan_item, question_phrases, sentence_debris, NEAR_DUPLICATE_JACCARD,
 };
 use crate::embed::{cosine, EmbedError, Embedder};
 use crate::research::tree::{one_line, Origin};
@@ -791,11 +791,15 @@ pub(super) fn outline(
     let mut by_strength: Vec<((bool, f32), usize, usize)> = Vec::new();
     for (index, s) in sections.iter().enumerate() {
         // The opening is read first and alone: a finding that leans on a sentence before it
-        // ("… appeared later that century") cannot lead it while another can.
+        // ("… appeared later that century"), or one item of a numbered plan ("Week 2: …"),
+        // cannot lead it while another can.
         let standalone: Vec<usize> =
             s.2.iter()
                 .copied()
-                .filter(|&l| !leans_on_context(&input.learnings[l].text))
+                .filter(|&l| {
+                    !leans_on_context(&input.learnings[l].text)
+                        && !numbered_plan_item(&input.learnings[l].text)
+                })
                 .collect();
         if let Some(&best) = standalone.iter().max_by(|&&a, &&b| stronger(a, b)) {
             by_strength.push((strength(best), index, best));
