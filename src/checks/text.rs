@@ -677,16 +677,51 @@ pub fn leans_on_context(text: &str) -> bool {
         "that time",
         "the same year",
         "the same time",
-        "is another",
-        "was another",
-        "another example",
     ];
+    // "One more" points back only in the sentence's first clause: "SawStop makes …, and the
+    // Bosch REAXX was another …" names what it is one more of.
+    const ONE_MORE: &[&str] = &["is another", "was another", "another example"];
     let lower = text.trim().to_lowercase();
     let first = lower
         .split(|c: char| !c.is_alphanumeric())
         .next()
         .unwrap_or("");
-    OPENERS.contains(&first) || POINTERS.iter().any(|p| lower.contains(p))
+    let first_clause = lower.split([',', ';']).next().unwrap_or("");
+    let first_clause = first_clause.split(" and ").next().unwrap_or("");
+    OPENERS.contains(&first)
+        || POINTERS.iter().any(|p| lower.contains(p))
+        || ONE_MORE.iter().any(|p| first_clause.contains(p))
+}
+
+/// Whether a sentence defines a term of the question ("A saw is a tool consisting of a tough
+/// blade …" for "Which table saw should I buy?"): its subject, one to three words before "is"
+/// or "are" and an article, is all words of the question. A reader who asked knows the term;
+/// such a sentence may stay in the body but does not open the report.
+pub fn defines_a_question_term(sentence: &str, question: &str) -> bool {
+    let words: Vec<String> = sentence
+        .split_whitespace()
+        .take(6)
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
+        .collect();
+    let Some(verb) = words.iter().position(|w| w == "is" || w == "are") else {
+        return false;
+    };
+    let article = words
+        .get(verb + 1)
+        .is_some_and(|w| matches!(w.as_str(), "a" | "an" | "the" | "any"));
+    let subject: Vec<&String> = words[..verb]
+        .iter()
+        .filter(|w| !matches!(w.as_str(), "a" | "an" | "the"))
+        .collect();
+    let asked = content_words(question);
+    article
+        && (1..=3).contains(&subject.len())
+        && subject.iter().all(|w| {
+            asked.contains(w.as_str()) || w.strip_suffix('s').is_some_and(|one| asked.contains(one))
+        })
 }
 
 /// Whether a sentence is one item of a numbered plan ("Week 2: trees, graphs …", "Step 3: …"):
@@ -997,6 +1032,22 @@ mod tests {
             "Bosch REAXX is another example of a flesh-sensing jobsite saw."
         ));
         assert!(leans_on_context("Another option is a mobile base."));
+        assert!(!leans_on_context(
+            "SawStop makes jobsite and cabinet saws, and the Bosch REAXX was another flesh-sensing saw."
+        ));
+        let asked = "Which table saw should I buy?";
+        assert!(defines_a_question_term(
+            "A saw is a tool consisting of a tough blade, wire, or chain with a hard toothed edge.",
+            asked
+        ));
+        assert!(!defines_a_question_term(
+            "Cabinet saws weigh over 200 kilograms and are the most accurate.",
+            asked
+        ));
+        assert!(!defines_a_question_term(
+            "Lumber is mainly used for construction framing.",
+            asked
+        ));
         assert!(numbered_plan_item(
             "Week 2: trees, graphs, binary search and heaps."
         ));

@@ -15,8 +15,9 @@ use super::needs::need_label;
 use super::ReportInput;
 use crate::checks::money::{self, Budget, Fit};
 use crate::checks::text::{
-    content_words, dominant_script, foreign_script, jaccard, leans_on_context, names_a_phrase,
-    numbered_plan_item, question_phrases, sentence_debris, NEAR_DUPLICATE_JACCARD,
+    content_words, defines_a_question_term, dominant_script, foreign_script, jaccard,
+    leans_on_context, names_a_phrase, numbered_plan_item, question_phrases, sentence_debris,
+    NEAR_DUPLICATE_JACCARD,
 };
 use crate::embed::{cosine, EmbedError, Embedder};
 use crate::research::tree::{one_line, Origin};
@@ -797,8 +798,10 @@ pub(super) fn outline(
             s.2.iter()
                 .copied()
                 .filter(|&l| {
-                    !leans_on_context(&input.learnings[l].text)
-                        && !numbered_plan_item(&input.learnings[l].text)
+                    let text = &input.learnings[l].text;
+                    !leans_on_context(text)
+                        && !numbered_plan_item(text)
+                        && !defines_a_question_term(text, input.query)
                 })
                 .collect();
         if let Some(&best) = standalone.iter().max_by(|&&a, &&b| stronger(a, b)) {
