@@ -763,14 +763,7 @@ fn money_for_another_purpose_is_left_out_with_the_real_models() {
     use rudder::profile::money_fit::keep_money_for_the_question;
     let llm = common::small_model();
     let embedder = FastEmbedder::from_store(&common::store(), common::EMBED_MODEL, 1).unwrap();
-    let phrase = |text: &str| Phrase {
-        session: 1,
-        rank: 0,
-        text: text.to_string(),
-        kind: PhraseKind::Constraint,
-        relevance: 2,
-        probability: Some(0.6),
-    };
+    let phrase = |text: &str| Phrase::unjudged(1, text, PhraseKind::Constraint);
     let named = [
         "I can spend 200 euros on my ears this year.",
         "After paying the flour supplier I have roughly 2000 euros spare at most for improvements this year.",

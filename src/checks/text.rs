@@ -693,19 +693,24 @@ pub fn leans_on_context(text: &str) -> bool {
         || ONE_MORE.iter().any(|p| first_clause.contains(p))
 }
 
+/// The first `n` words of `sentence`, lowercased, without the punctuation around them.
+fn first_words(sentence: &str, n: usize) -> Vec<String> {
+    sentence
+        .split_whitespace()
+        .take(n)
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
+        .collect()
+}
+
 /// Whether a sentence defines a term of the question ("A saw is a tool consisting of a tough
 /// blade …" for "Which table saw should I buy?"): its subject, one to three words before "is"
 /// or "are" and an article, is all words of the question. A reader who asked knows the term;
 /// such a sentence may stay in the body but does not open the report.
 pub fn defines_a_question_term(sentence: &str, question: &str) -> bool {
-    let words: Vec<String> = sentence
-        .split_whitespace()
-        .take(6)
-        .map(|w| {
-            w.trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase()
-        })
-        .collect();
+    let words = first_words(sentence, 6);
     let Some(verb) = words.iter().position(|w| w == "is" || w == "are") else {
         return false;
     };
@@ -748,14 +753,7 @@ pub fn numbered_plan_item(text: &str) -> bool {
 pub fn advice_to_someone_unnamed(sentence: &str, sources: &[&str]) -> Option<String> {
     const DETERMINERS: &[&str] = &["the", "a", "an", "each", "every", "this", "our"];
     const MODALS: &[&str] = &["should", "must", "needs", "need", "has", "have", "ought"];
-    let words: Vec<String> = sentence
-        .split_whitespace()
-        .take(4)
-        .map(|w| {
-            w.trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase()
-        })
-        .collect();
+    let words = first_words(sentence, 4);
     let at = usize::from(
         words
             .first()

@@ -90,6 +90,21 @@ pub struct Phrase {
     pub probability: Option<f32>,
 }
 
+impl Phrase {
+    /// A statement read from `session` before it is judged for a question (the grade a
+    /// remembered statement gets: 2).
+    pub fn unjudged(session: i64, text: &str, kind: PhraseKind) -> Self {
+        Self {
+            session,
+            rank: 0,
+            text: text.to_string(),
+            kind,
+            relevance: 2,
+            probability: None,
+        }
+    }
+}
+
 /// The extraction's result and cost.
 #[derive(Debug, Clone, Default)]
 pub struct Extracted {

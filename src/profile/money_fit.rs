@@ -128,14 +128,7 @@ mod tests {
     use crate::test_support::{ScriptedLlm, WordsEmbedder};
 
     fn phrase(text: &str) -> Phrase {
-        Phrase {
-            session: 1,
-            rank: 0,
-            text: text.to_string(),
-            kind: PhraseKind::Constraint,
-            relevance: 2,
-            probability: Some(0.6),
-        }
+        Phrase::unjudged(1, text, PhraseKind::Constraint)
     }
 
     fn texts(phrases: &[Phrase]) -> Vec<&str> {
