@@ -199,9 +199,8 @@ pub fn purpose(text: &str) -> Option<String> {
     let lower = text.to_lowercase();
     let at = lower.find(&first.text.to_lowercase())? + first.text.len();
     let words: Vec<&str> = lower[at..].split_whitespace().collect();
-    let mut i = 0;
-    while i < words.len() {
-        let word = words[i].trim_matches(|c: char| !c.is_alphanumeric());
+    for (i, marker) in words.iter().enumerate() {
+        let word = marker.trim_matches(|c: char| !c.is_alphanumeric());
         if PURPOSE_MARKERS.contains(&word) {
             let mut named = Vec::new();
             for raw in &words[i + 1..] {
@@ -221,7 +220,6 @@ pub fn purpose(text: &str) -> Option<String> {
                 return (!named.iter().all(|w| PURPOSE_ANY.contains(w))).then(|| named.join(" "));
             }
         }
-        i += 1;
     }
     None
 }
@@ -243,7 +241,7 @@ const PURPOSE_FILLERS: &[&str] = &[
 /// Purposes that are a time, not a thing ("for the year", "for now").
 const PURPOSE_TIMES: &[&str] = &[
     "now", "year", "years", "month", "months", "week", "weeks", "summer", "winter", "spring",
-    "autumn", "today", "while", "rest", "now", "day", "days",
+    "autumn", "today", "while", "rest", "day", "days",
 ];
 
 /// Purposes any purchase fits ("something for myself", "anything", "me").

@@ -343,7 +343,7 @@ impl<'a> Checks<'a> {
             Some(e) => {
                 let mut texts = vec![query];
                 texts.extend(generic_phrases());
-                let mut vectors = e.embed(&texts).map_err(embed_error)?.into_iter();
+                let mut vectors = e.embed(&texts).map_err(ProfileError::from)?.into_iter();
                 (vectors.next(), vectors.collect())
             }
             None => (None, Vec::new()),
@@ -365,7 +365,7 @@ impl<'a> Checks<'a> {
     /// checks, the generic check and the examples of `prompts/memory_extract.md`.
     pub fn for_memory(embedder: Option<&'a dyn Embedder>) -> Result<Self, ProfileError> {
         let generic = match embedder {
-            Some(e) => e.embed(&generic_phrases()).map_err(embed_error)?,
+            Some(e) => e.embed(&generic_phrases()).map_err(ProfileError::from)?,
             None => Vec::new(),
         };
         let prompt = crate::prompts::render(
@@ -408,7 +408,7 @@ impl<'a> Checks<'a> {
         let Some(e) = self.embedder else {
             return Ok(0.0);
         };
-        let v = e.embed(&[phrase]).map_err(embed_error)?.remove(0);
+        let v = e.embed(&[phrase]).map_err(ProfileError::from)?.remove(0);
         Ok(self.genericness_of(&v))
     }
 
@@ -512,7 +512,7 @@ impl<'a> Checks<'a> {
         }
         let lost = lost_amount(&text, session_text);
         if let Some(e) = self.embedder {
-            let v = e.embed(&[&text]).map_err(embed_error)?.remove(0);
+            let v = e.embed(&[&text]).map_err(ProfileError::from)?.remove(0);
             if let Some(q) = &self.query_vec {
                 if cosine(&v, q) >= QUESTION_THRESHOLD {
                     return Ok(Verdict::Retry(
@@ -622,10 +622,6 @@ fn amounts(text: &str) -> Vec<String> {
         .into_iter()
         .map(|s| s.text)
         .collect()
-}
-
-fn embed_error(e: crate::embed::EmbedError) -> ProfileError {
-    ProfileError::Invalid(format!("embedding: {e}"))
 }
 
 /// Asks about each of `sessions` (in retrieval order) what it says about the user that would

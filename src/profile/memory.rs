@@ -780,7 +780,7 @@ fn embed_all<'t>(
     match embedder {
         Some(e) if !texts.is_empty() => Ok(e
             .embed(&texts)
-            .map_err(|e| ProfileError::Invalid(format!("embedding: {e}")))?
+            .map_err(ProfileError::from)?
             .into_iter()
             .map(Some)
             .collect()),

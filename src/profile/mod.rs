@@ -53,6 +53,13 @@ pub enum ProfileError {
     Invalid(String),
 }
 
+/// An embedding that failed: the profile reports it as invalid input, as every stage of it did.
+impl From<crate::embed::EmbedError> for ProfileError {
+    fn from(e: crate::embed::EmbedError) -> Self {
+        ProfileError::Invalid(format!("embedding: {e}"))
+    }
+}
+
 /// How to build a query-aware profile.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ProfileOptions {

@@ -79,12 +79,12 @@ pub fn keep_money_for_the_question(
             Some(purpose) => match embedder {
                 Some(e) => {
                     if query_vector.is_none() {
-                        query_vector = e.embed(&[query]).map_err(embedding)?.pop();
+                        query_vector = e.embed(&[query]).map_err(ProfileError::from)?.pop();
                     }
                     let q = query_vector.as_deref().unwrap_or_default();
                     let p = e
                         .embed(&[purpose.as_str()])
-                        .map_err(embedding)?
+                        .map_err(ProfileError::from)?
                         .pop()
                         .unwrap_or_default();
                     let c = cosine(q, &p);
@@ -115,10 +115,6 @@ pub fn keep_money_for_the_question(
     }
     *phrases = kept;
     Ok(usage)
-}
-
-fn embedding(e: crate::embed::EmbedError) -> ProfileError {
-    ProfileError::Invalid(format!("embedding: {e}"))
 }
 
 #[cfg(test)]

@@ -354,9 +354,10 @@ pub fn is_answer_style(text: &str) -> bool {
 
 /// Whether a request about answers names the one topic it was for ("a detailed plan to handle
 /// Philidor position with rook endgames", "a detailed guide on cargo workspace setup"): after
-/// its first cue, a noun such as "plan" or "guide" and a preposition followed by two or more words that are neither cues nor about
-/// using the answer ("to be copied into notes app", "for clarity"). Such a request held for that
-/// chat, not for every question, and its "detailed" would cancel the reader's "short".
+/// its first cue, a noun such as "plan" or "guide", then a preposition followed by two or more
+/// words that are neither cues nor about using the answer ("to be copied into notes app", "for
+/// clarity"). Such a request held for that chat, not for every question, and its "detailed"
+/// would cancel the reader's "short".
 fn scoped_to_a_topic(words: &[&str], cues: &[&str]) -> bool {
     const STYLE_NOUNS: &[&str] = &[
         "plan",
@@ -510,7 +511,7 @@ pub fn assemble(
         Some(e) if !ordered.is_empty() => {
             let texts: Vec<&str> = ordered.iter().map(|p| p.text.as_str()).collect();
             e.embed(&texts)
-                .map_err(|e| ProfileError::Invalid(format!("embedding: {e}")))?
+                .map_err(ProfileError::from)?
                 .into_iter()
                 .map(Some)
                 .collect()

@@ -195,11 +195,7 @@ pub fn facet_similarities(
         return Ok(Vec::new());
     }
     let facet_refs: Vec<&str> = facets.iter().map(String::as_str).collect();
-    let embed = |texts: &[&str]| {
-        embedder
-            .embed(texts)
-            .map_err(|e| ProfileError::Invalid(format!("embedding: {e}")))
-    };
+    let embed = |texts: &[&str]| embedder.embed(texts).map_err(ProfileError::from);
     let facet_vectors = embed(&facet_refs)?;
     Ok(embed(statements)?
         .iter()

@@ -181,10 +181,7 @@ impl You {
             .collect();
         if let (Some(e), false) = (embedder, self.hidden.is_empty() || texts.is_empty()) {
             let hidden: Vec<&str> = self.hidden.iter().map(|h| h.text.as_str()).collect();
-            let embed = |t: &[&str]| {
-                e.embed(t)
-                    .map_err(|e| ProfileError::Invalid(format!("embedding: {e}")))
-            };
+            let embed = |t: &[&str]| e.embed(t).map_err(ProfileError::from);
             let hidden_vectors = embed(&hidden)?;
             let vectors = embed(texts)?;
             for (flag, v) in out.iter_mut().zip(&vectors) {
