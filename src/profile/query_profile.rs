@@ -577,12 +577,19 @@ pub fn assemble(
             sessions: g.sessions,
             said: false,
         };
+        // The extractor's "presentation" is a guess: a phrase with no word of form in it and
+        // no answer style ("Has a two-year-old, wants to keep them busy on a plane") is a fact
+        // about the person, and a report meets facts as needs, never as a style.
+        let reads_as_style =
+            is_answer_style(&statement.text) || presentation_cue(&statement.text).is_some();
         let list = match g.phrase.kind {
-            PhraseKind::Presentation => match presentation_criterion(&statement.text) {
-                "tone" => &mut profile.tone,
-                "content depth" => &mut profile.content_depth,
-                _ => &mut profile.explanation_style,
-            },
+            PhraseKind::Presentation if reads_as_style => {
+                match presentation_criterion(&statement.text) {
+                    "tone" => &mut profile.tone,
+                    "content depth" => &mut profile.content_depth,
+                    _ => &mut profile.explanation_style,
+                }
+            }
             _ if is_avoidance(&statement.text) => &mut profile.need.avoid,
             _ => &mut profile.need.emphasize,
         };
@@ -721,6 +728,46 @@ mod tests {
             assert_eq!(s.sessions.len(), 1, "{s:?}");
         }
         assert_eq!(p.cited(), vec![10, 11, 12, 13, 14, 15]);
+    }
+
+    #[test]
+    fn a_presentation_phrase_with_no_word_of_form_is_a_need_not_a_style() {
+        let phrases = vec![
+            // A planted need the extractor called presentation (the family-holiday question).
+            phrase(
+                20,
+                0,
+                "Has a two-year-old, wants to keep them busy on a plane",
+                PhraseKind::Presentation,
+                3,
+            ),
+            phrase(
+                21,
+                1,
+                "Has experience with Fujifilm X-T5",
+                PhraseKind::Presentation,
+                2,
+            ),
+            phrase(
+                22,
+                2,
+                "Wants short bullet points",
+                PhraseKind::Presentation,
+                3,
+            ),
+            phrase(23, 3, "Prefers a formal tone", PhraseKind::Presentation, 2),
+        ];
+        let p = assemble("Where should we go on a family holiday?", &phrases, None).unwrap();
+        let texts = |l: &[Statement]| l.iter().map(|s| s.text.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            texts(&p.need.emphasize),
+            [
+                "Has a two-year-old, wants to keep them busy on a plane",
+                "Has experience with Fujifilm X-T5"
+            ]
+        );
+        assert_eq!(texts(&p.explanation_style), ["Wants short bullet points"]);
+        assert_eq!(texts(&p.tone), ["Prefers a formal tone"]);
     }
 
     #[test]
